@@ -1,0 +1,349 @@
+"""One settings object, read from an explicit, ordered list of sources.
+
+Precedence, lowest to highest:
+
+1. built-in defaults (the dataclass defaults below);
+2. ``affidavit.toml`` in the working directory, or the file named by ``--config`` /
+   ``AFFIDAVIT_CONFIG``;
+3. environment variables: ``AFFIDAVIT_DB``, ``AFFIDAVIT_TENANT`` and, for any key,
+   ``AFFIDAVIT_<SECTION>__<KEY>`` (value parsed as a TOML value, else taken as a string);
+4. command-line flags (``--db``, ``--tenant``), applied by the CLI through :func:`load`.
+
+Any problem raises :class:`~affidavit.errors.ConfigurationError` naming the key and source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from affidavit.errors import ConfigurationError
+
+DEFAULT_LABELS = (
+    "PUBLIC",
+    "INTERNAL",
+    "CONFIDENTIAL",
+    "PII",
+    "PII_SENSITIVE",
+    "FINANCIAL",
+    "SECRET",
+    "RESTRICTED",
+)
+RESTRICTED = "RESTRICTED"
+PUBLIC = "PUBLIC"
+CONFIG_FILENAME = "affidavit.toml"
+DEFAULT_DB = ".affidavit/affidavit.db"
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    db: str = DEFAULT_DB
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    max_document_bytes: int = 20 * 1024 * 1024
+    max_line_chars: int = 1_000_000
+    max_paragraphs: int = 100_000
+    max_nesting_depth: int = 64
+    parse_timeout_seconds: float = 30.0
+    follow_symlinks: bool = False
+
+
+@dataclass(frozen=True)
+class SensitivitySettings:
+    labels: tuple[str, ...] = DEFAULT_LABELS
+    default_level: str = "INTERNAL"
+    escalate_unknown_to_restricted: bool = False
+    restricted_filename_patterns: tuple[str, ...] = ()
+    restricted_keywords: tuple[str, ...] = ()
+    # label -> keywords that put a paragraph at (at least) that label
+    keywords: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # built-in detector name -> label it assigns
+    detectors: Mapping[str, str] = field(
+        default_factory=lambda: {
+            "email": "PII",
+            "phone": "PII",
+            "national_id": "PII_SENSITIVE",
+            "iban": "FINANCIAL",
+            "payment_card": "FINANCIAL",
+        }
+    )
+
+
+@dataclass(frozen=True)
+class ChunkingSettings:
+    max_chars: int = 800
+    min_chars: int = 200
+    overlap_chars: int = 0
+
+
+@dataclass(frozen=True)
+class LexicalSettings:
+    k1: float = 1.5
+    b: float = 0.75
+    language: str = "english"
+    stem: bool = True
+    stop_words: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AclSettings:
+    default: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AuthzSettings:
+    tuples: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SireSettings:
+    domain_phrases: tuple[str, ...] = ()
+    default_excludes: tuple[str, ...] = ()
+    max_included: int = 24
+    max_relevant: int = 12
+    max_excluded: int = 8
+
+
+@dataclass(frozen=True)
+class ScopeSettings:
+    # canonical entity name -> aliases; questions naming any of them are refused
+    out_of_scope_entities: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    candidates: int = 50
+    top_k: int = 10
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    provider: str = "extractive"
+    role: str = "authoritative"
+    max_evidence: int = 8
+    max_answer_sentences: int = 4
+    support_threshold: float = 0.6
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting Affidavit reads. Immutable; build a changed copy with :meth:`replace`."""
+
+    tenant: str = "default"
+    store: StoreSettings = field(default_factory=StoreSettings)
+    ingest: IngestSettings = field(default_factory=IngestSettings)
+    sensitivity: SensitivitySettings = field(default_factory=SensitivitySettings)
+    chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
+    lexical: LexicalSettings = field(default_factory=LexicalSettings)
+    acl: AclSettings = field(default_factory=AclSettings)
+    authz: AuthzSettings = field(default_factory=AuthzSettings)
+    grants: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    sire: SireSettings = field(default_factory=SireSettings)
+    scope: ScopeSettings = field(default_factory=ScopeSettings)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    answer: AnswerSettings = field(default_factory=AnswerSettings)
+    source_file: str | None = None
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, suitable for hashing into a config version."""
+        return _plain(dataclasses.asdict(self))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in sorted(value.items())}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load(
+    config_path: str | Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build settings from defaults, the TOML file, the environment and ``overrides``.
+
+    ``overrides`` uses dotted keys (``{"store.db": "x.db", "tenant": "acme"}``) and is how
+    command-line flags take the highest precedence.
+    """
+    env = os.environ if environ is None else environ
+    base = Path(cwd) if cwd is not None else Path.cwd()
+    explicit = config_path or env.get("AFFIDAVIT_CONFIG")
+    data: dict[str, Any] = {}
+    source: str | None = None
+    if explicit:
+        path = Path(explicit)
+        if not path.is_absolute():
+            path = base / path
+        if not path.is_file():
+            raise ConfigurationError("configuration file not found", source=str(path))
+        data, source = _read_toml(path), str(path)
+    elif (base / CONFIG_FILENAME).is_file():
+        path = base / CONFIG_FILENAME
+        data, source = _read_toml(path), str(path)
+
+    for key, value in _env_items(env):
+        _set_dotted(data, key, value, source="environment")
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            _set_dotted(data, key, value, source="command line")
+
+    settings = _build(Settings, data, "", source or "defaults")
+    settings = settings.replace(source_file=source)
+    _validate(settings)
+    return settings
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"not valid TOML: {exc}", source=str(path)) from exc
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read: {exc.strerror}", source=str(path)) from exc
+
+
+def _env_items(env: Mapping[str, str]) -> list[tuple[str, Any]]:
+    items: list[tuple[str, Any]] = []
+    for name in sorted(env):
+        if not name.startswith("AFFIDAVIT_") or name == "AFFIDAVIT_CONFIG":
+            continue
+        raw = env[name]
+        rest = name[len("AFFIDAVIT_") :].lower()
+        if rest == "db":
+            items.append(("store.db", raw))
+        elif rest == "tenant":
+            items.append(("tenant", raw))
+        elif "__" in rest:
+            items.append((rest.replace("__", "."), _parse_env_value(raw)))
+    return items
+
+
+def _parse_env_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _set_dotted(data: dict[str, Any], key: str, value: Any, *, source: str) -> None:
+    parts = key.split(".")
+    target = data
+    for part in parts[:-1]:
+        nxt = target.setdefault(part, {})
+        if not isinstance(nxt, dict):
+            raise ConfigurationError("is not a table", key=part, source=source)
+        target = nxt
+    target[parts[-1]] = value
+
+
+def _build(cls: type[Any], data: Any, prefix: str, source: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise ConfigurationError("must be a table", key=prefix.rstrip(".") or None, source=source)
+    hints = get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls) if f.name != "source_file"}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigurationError("unknown setting", key=prefix + unknown[0], source=source)
+    kwargs: dict[str, Any] = {}
+    for name in names:
+        if name not in data:
+            continue
+        kwargs[name] = _coerce(hints[name], data[name], prefix + name, source)
+    return cls(**kwargs)
+
+
+def _coerce(hint: Any, value: Any, key: str, source: str) -> Any:
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _build(hint, value, key + ".", source)
+    text = str(hint)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigurationError("must be true or false", key=key, source=source)
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigurationError("must be an integer", key=key, source=source)
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigurationError("must be a number", key=key, source=source)
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigurationError("must be a string", key=key, source=source)
+        return value
+    if text.startswith("tuple[str"):
+        return _string_list(value, key, source)
+    if text.startswith("collections.abc.Mapping[str, tuple[str"):
+        if not isinstance(value, Mapping):
+            raise ConfigurationError("must be a table of lists", key=key, source=source)
+        return {str(k): _string_list(v, f"{key}.{k}", source) for k, v in value.items()}
+    if text.startswith("collections.abc.Mapping[str, str]"):
+        if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+            raise ConfigurationError("must be a table of strings", key=key, source=source)
+        return dict(value)
+    raise ConfigurationError(f"unsupported setting type {text}", key=key, source=source)
+
+
+def _string_list(value: Any, key: str, source: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ConfigurationError("must be a list of strings", key=key, source=source)
+    return tuple(value)
+
+
+def _validate(settings: Settings) -> None:
+    source = settings.source_file or "defaults"
+    labels = settings.sensitivity.labels
+    if len(set(labels)) != len(labels) or not labels:
+        raise ConfigurationError("labels must be unique and non-empty", key="sensitivity.labels",
+                                 source=source)
+    for required in (PUBLIC, RESTRICTED):
+        if required not in labels:
+            raise ConfigurationError(f"the label set must contain {required}",
+                                     key="sensitivity.labels", source=source)
+    if settings.sensitivity.default_level not in labels:
+        raise ConfigurationError("is not one of the configured labels",
+                                 key="sensitivity.default_level", source=source)
+    for label in settings.sensitivity.keywords:
+        if label not in labels:
+            raise ConfigurationError("names an unknown label",
+                                     key=f"sensitivity.keywords.{label}", source=source)
+    for name, label in settings.sensitivity.detectors.items():
+        if label not in labels:
+            raise ConfigurationError("names an unknown label",
+                                     key=f"sensitivity.detectors.{name}", source=source)
+    for subject, granted in settings.grants.items():
+        for label in granted:
+            if label not in labels:
+                raise ConfigurationError(f"grants unknown label {label!r}",
+                                         key=f"grants.{subject}", source=source)
+    c = settings.chunking
+    if c.max_chars <= 0 or c.overlap_chars < 0 or c.overlap_chars >= c.max_chars:
+        raise ConfigurationError("need max_chars > 0 and 0 <= overlap_chars < max_chars",
+                                 key="chunking", source=source)
+    if settings.answer.role not in ("authoritative", "advisory"):
+        raise ConfigurationError("must be 'authoritative' or 'advisory'", key="answer.role",
+                                 source=source)
+    if not settings.tenant or not settings.tenant.replace("-", "").replace("_", "").isalnum():
+        raise ConfigurationError("must be letters, digits, '-' or '_'", key="tenant",
+                                 source=source)

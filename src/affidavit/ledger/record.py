@@ -1,0 +1,65 @@
+"""Writing and reading Claim Ledger records.
+
+A record is canonical JSON (sorted keys, no spaces), so its hash is reproducible. Reading a
+record back for a caller goes through :func:`redact_for`, which withholds every evidence text
+the caller may not read now.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from affidavit.records import AuthzContext, canonical_json
+from affidavit.store.base import LedgerEntry, Store
+
+RECORD_SCHEMA = "affidavit.ledger/1"
+WITHHELD = "[withheld: you may not read this evidence]"
+
+
+class LedgerWriter:
+    """Appends records; raises :class:`~affidavit.errors.LedgerError` when it cannot."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def append(self, tenant: str, request_id: str, record: dict[str, Any]) -> LedgerEntry:
+        record_id = "led-" + uuid.uuid4().hex[:20]
+        created_at = datetime.now(UTC).isoformat(timespec="microseconds")
+        payload = canonical_json({**record, "schema": RECORD_SCHEMA, "record_id": record_id,
+                                  "tenant": tenant, "created_at": created_at})
+        return self.store.append_ledger(tenant, record_id=record_id, request_id=request_id,
+                                        created_at=created_at, payload=payload)
+
+
+def evidence_chunk_ids(record: dict[str, Any]) -> list[str]:
+    """Every chunk id whose text a record may contain (prompt evidence and citations)."""
+    ids = {c["chunk_id"] for c in record.get("citations", [])}
+    for gate in record.get("gates", []):
+        ids.update(gate.get("kept", []))
+    return sorted(ids)
+
+
+def redact_for(entry: LedgerEntry, authz: AuthzContext, store: Store) -> dict[str, Any]:
+    """The record as this caller may see it: texts of evidence it cannot read are withheld."""
+    record: dict[str, Any] = json.loads(entry.payload)
+    wanted = evidence_chunk_ids(record)
+    visible = {r.chunk.chunk_id for r in store.get_chunks(authz, wanted)}
+    hidden = [cid for cid in wanted if cid not in visible]
+    if hidden:
+        for key in ("prompt", "raw_response", "answer", "claims", "query"):
+            if key in record:
+                record[key] = WITHHELD
+        record["citations"] = [c for c in record.get("citations", [])
+                               if c["chunk_id"] in visible]
+        record["withheld_evidence"] = len(hidden)
+    record["retrieved"] = [r for r in record.get("retrieved", []) if r["chunk_id"] in visible]
+    for gate in record.get("gates", []):
+        gate["kept"] = [c for c in gate.get("kept", []) if c in visible]
+        gate["dropped"] = [d for d in gate.get("dropped", []) if d["chunk_id"] in visible]
+    if record.get("principal") != authz.principal:
+        record.pop("authz", None)
+    return {"seq": entry.seq, "record_hash": entry.record_hash, "prev_hash": entry.prev_hash,
+            "record": record}

@@ -1,0 +1,271 @@
+"""Frozen values shared by every stage of the pipeline.
+
+Stages pass these between each other; none of them does I/O. Hashing helpers live here so
+that every identifier in the system is derived the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = "1"
+"""Version of the derived-artifact schema; part of every witness."""
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def stable_hash(*parts: str) -> str:
+    """Hash of several strings with unambiguous separation (length-prefixed)."""
+    h = hashlib.sha256()
+    for part in parts:
+        encoded = part.encode("utf-8")
+        h.update(len(encoded).to_bytes(8, "big"))
+        h.update(encoded)
+    return h.hexdigest()
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no insignificant whitespace: same value, same bytes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def node_id_for(source_system: str, source_id: str) -> str:
+    """Identity of one logical document: H(source_system, immutable_source_id)."""
+    return stable_hash("node", source_system, source_id)[:32]
+
+
+# --------------------------------------------------------------------------- ingestion
+
+
+@dataclass(frozen=True)
+class DocumentMetadata:
+    """What a source or sidecar declares about a document. All fields optional."""
+
+    source_id: str | None = None
+    title: str | None = None
+    acl: tuple[str, ...] | None = None
+    classification: str | None = None
+    oracle_id: str | None = None
+    frameworks: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source_id": self.source_id,
+            "title": self.title,
+            "acl": list(self.acl) if self.acl is not None else None,
+            "classification": self.classification,
+            "oracle_id": self.oracle_id,
+            "frameworks": list(self.frameworks),
+        }
+
+    def merged_over(self, base: DocumentMetadata) -> DocumentMetadata:
+        """Fields set here win over ``base`` (front matter over sidecar, for example)."""
+        return DocumentMetadata(
+            source_id=self.source_id if self.source_id is not None else base.source_id,
+            title=self.title if self.title is not None else base.title,
+            acl=self.acl if self.acl is not None else base.acl,
+            classification=(
+                self.classification if self.classification is not None else base.classification
+            ),
+            oracle_id=self.oracle_id if self.oracle_id is not None else base.oracle_id,
+            frameworks=self.frameworks or base.frameworks,
+        )
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    """One document as a transport yields it: untrusted bytes plus declared metadata.
+
+    ``alias`` is the human-facing path or URL (an alias, never the identity).
+    ``rejection`` is set by the transport when it already knows the document must be
+    quarantined (sidecar unreadable, over the size cap, ...): ``(reason_code, message)``.
+    The document is then never parsed, and never ingested with the wrong permissions.
+    """
+
+    source_system: str
+    source_id: str
+    source_rev: str
+    content: bytes
+    alias: str
+    metadata: DocumentMetadata = field(default_factory=DocumentMetadata)
+    rejection: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class RawBlob:
+    raw_digest: str
+    content: bytes
+    source_system: str
+    source_id: str
+    source_rev: str
+    fetched_at: str
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """A block of the normalized text: ``text[start:end]``.
+
+    ``kind`` is one of heading, paragraph, list, table, code, quote, record.
+    ``heading_path`` is the chain of headings above it (outermost first).
+    """
+
+    index: int
+    start: int
+    end: int
+    kind: str
+    heading_path: tuple[str, ...] = ()
+    page: int | None = None
+
+
+@dataclass(frozen=True)
+class ExtractedDocument:
+    """Output of a parser: normalized text, its paragraph map and what the body declared."""
+
+    text: str
+    paragraphs: tuple[Paragraph, ...]
+    format: str
+    title: str | None = None
+    metadata: DocumentMetadata = field(default_factory=DocumentMetadata)
+    links: tuple[str, ...] = ()
+
+    def paragraph_text(self, paragraph: Paragraph) -> str:
+        return self.text[paragraph.start : paragraph.end]
+
+
+@dataclass(frozen=True)
+class ParagraphLabel:
+    """The sensitivity label one paragraph received and every signal that contributed."""
+
+    index: int
+    label: str
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Adjacent paragraphs with one label: paragraphs ``[first, last]`` inclusive."""
+
+    label: str
+    first: int
+    last: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class ChunkDraft:
+    """A chunk before it has an identity: a contiguous span of the normalized text."""
+
+    ordinal: int
+    start: int
+    end: int
+    text: str
+    label: str
+    heading_path: tuple[str, ...] = ()
+    page: int | None = None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrievable unit. Its text is ``document.text[start:end]``; one label, always."""
+
+    chunk_id: str
+    node_id: str
+    version_id: str
+    ordinal: int
+    start: int
+    end: int
+    text: str
+    label: str
+    heading_path: tuple[str, ...]
+    locator: str
+    witness: str
+
+    @property
+    def src(self) -> str:
+        """The short citation tag used in prompts: ``[src:<first 8 hex>]``."""
+        return self.chunk_id[:8]
+
+
+@dataclass(frozen=True)
+class SireTuple:
+    """Spec 003 identity of a document version: (Subject, Included, Relevant, Excluded)."""
+
+    subject: str
+    included: tuple[str, ...]
+    relevant: tuple[str, ...]
+    excluded: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "included": list(self.included),
+            "relevant": list(self.relevant),
+            "excluded": list(self.excluded),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SireTuple:
+        return cls(
+            subject=str(data["subject"]),
+            included=tuple(data["included"]),
+            relevant=tuple(data["relevant"]),
+            excluded=tuple(data["excluded"]),
+        )
+
+
+# --------------------------------------------------------------------------- queries
+
+
+@dataclass(frozen=True)
+class AuthzContext:
+    """Everything retrieval needs to know about who is asking, computed once per request.
+
+    ``tokens`` are the ACL tokens that admit this principal (itself, its groups, the
+    tenant-wide token); ``granted_labels`` are the labels it may read (PUBLIC always).
+    """
+
+    tenant: str
+    principal: str
+    tokens: frozenset[str]
+    granted_labels: frozenset[str]
+    policy_version: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tenant": self.tenant,
+            "principal": self.principal,
+            "tokens": sorted(self.tokens),
+            "granted_labels": sorted(self.granted_labels),
+            "policy_version": self.policy_version,
+        }
+
+
+@dataclass(frozen=True)
+class ScoredChunk:
+    """A chunk the caller may see, with its retrieval scores and document facts."""
+
+    chunk: Chunk
+    title: str
+    doc_source_id: str
+    score: float
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    sire_active: bool = False
+
+
+def ordered_unique(items: Sequence[str]) -> tuple[str, ...]:
+    """Items in first-seen order without repeats."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return tuple(out)

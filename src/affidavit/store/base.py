@@ -1,0 +1,234 @@
+"""The storage contract every backend implements.
+
+One logical schema, several backends (SQLite now, PostgreSQL later). Every method takes the
+tenant explicitly and reads or writes only that tenant's rows; the contract tests in
+``tests/store/`` run against every backend.
+
+Retrieval methods take an :class:`~affidavit.records.AuthzContext` and apply it *inside* the
+query: a chunk is returned only if its label is granted, one of its ACL tokens is in the
+context, and it belongs to the head version of its node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from affidavit.records import AuthzContext, Chunk, ParagraphLabel, RawBlob, SireTuple
+
+
+@dataclass(frozen=True)
+class VersionBundle:
+    """Everything derived from one document version, written in one transaction."""
+
+    tenant: str
+    node_id: str
+    version_id: str
+    fingerprint: str
+    blob: RawBlob
+    alias: str
+    title: str
+    metadata_json: str
+    declared_label: str | None
+    normalized_text: str
+    paragraph_labels: tuple[tuple[ParagraphLabel, int, int], ...]
+    chunks: tuple[Chunk, ...]
+    # per chunk: (term, tf) pairs and the chunk's length in tokens
+    postings: Mapping[str, tuple[tuple[str, int], ...]]
+    chunk_lengths: Mapping[str, int]
+    acl_tokens: tuple[str, ...]
+    sire: SireTuple
+    witness: str
+    run_id: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class HeadInfo:
+    node_id: str
+    version_id: str
+    raw_digest: str
+    fingerprint: str
+    alias: str
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    version_id: str
+    chunks_written: int
+    superseded: str | None
+
+
+@dataclass(frozen=True)
+class LexicalStats:
+    n_chunks: int
+    total_length: int
+
+    @property
+    def avg_length(self) -> float:
+        return self.total_length / self.n_chunks if self.n_chunks else 0.0
+
+
+@dataclass(frozen=True)
+class LexicalHit:
+    chunk_id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """A stored chunk with the facts of its document version."""
+
+    chunk: Chunk
+    title: str
+    alias: str
+    source_id: str
+    source_system: str
+    is_head: bool
+
+
+@dataclass(frozen=True)
+class SireRecord:
+    sire_id: str
+    node_id: str
+    version_id: str
+    title: str
+    alias: str
+    sire: SireTuple
+    state: str
+    proposed_at: str
+    approved_by: str | None
+    approved_at: str | None
+    is_head: bool
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    seq: int
+    record_id: str
+    request_id: str
+    created_at: str
+    payload: str
+    prev_hash: str
+    record_hash: str
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    status: str
+    started_at: str
+    finished_at: str | None
+    summary_json: str
+
+
+@dataclass(frozen=True)
+class QuarantineRecord:
+    run_id: str
+    alias: str
+    source_id: str
+    reason_code: str
+    message: str
+    at: str
+
+
+@dataclass(frozen=True)
+class RelationTuple:
+    object: str
+    relation: str
+    subject: str
+    source: str
+
+    def __str__(self) -> str:
+        return f"{self.object}#{self.relation}@{self.subject}"
+
+
+class Store(Protocol):
+    """Persistence for one deployment. Backends: ``sqlite`` (default), ``postgres``."""
+
+    backend: str
+
+    def close(self) -> None: ...
+
+    def schema_version(self) -> int: ...
+
+    # ---- ingestion -----------------------------------------------------------------
+    def head(self, tenant: str, node_id: str) -> HeadInfo | None: ...
+
+    def heads(self, tenant: str) -> list[HeadInfo]: ...
+
+    def commit_version(self, bundle: VersionBundle) -> CommitResult: ...
+
+    def version_metadata(self, tenant: str, version_id: str) -> str | None: ...
+
+    def withdraw(self, tenant: str, node_id: str, *, run_id: str, at: str) -> bool: ...
+
+    def start_run(self, tenant: str, run_id: str, *, at: str, params_json: str) -> None: ...
+
+    def finish_run(self, tenant: str, run_id: str, *, status: str, at: str,
+                   summary_json: str) -> None: ...
+
+    def get_run(self, tenant: str, run_id: str) -> RunRecord | None: ...
+
+    def list_runs(self, tenant: str, limit: int = 50) -> list[RunRecord]: ...
+
+    def record_quarantine(self, tenant: str, record: QuarantineRecord) -> None: ...
+
+    def list_quarantine(self, tenant: str, run_id: str | None = None) -> list[QuarantineRecord]: ...
+
+    def count_rows(self, tenant: str, table: str) -> int: ...
+
+    # ---- retrieval (authz applied inside) ------------------------------------------
+    def lexical_stats(self, tenant: str) -> LexicalStats: ...
+
+    def document_frequencies(self, tenant: str, terms: Sequence[str]) -> dict[str, int]: ...
+
+    def lexical_search(self, authz: AuthzContext, term_idf: Mapping[str, float], *, k1: float,
+                       b: float, avg_length: float, limit: int) -> list[LexicalHit]: ...
+
+    def get_chunks(self, authz: AuthzContext, chunk_ids: Sequence[str]) -> list[ChunkRecord]: ...
+
+    def chunks_with_label(self, tenant: str, chunk_ids: Sequence[str],
+                          label: str) -> list[Chunk]: ...
+
+    # ---- authorization data --------------------------------------------------------
+    def add_tuple(self, tenant: str, rel: RelationTuple, *, at: str) -> bool: ...
+
+    def remove_tuple(self, tenant: str, rel: RelationTuple) -> bool: ...
+
+    def list_tuples(self, tenant: str) -> list[RelationTuple]: ...
+
+    def grant(self, tenant: str, subject: str, labels: Sequence[str], *, at: str) -> int: ...
+
+    def revoke(self, tenant: str, subject: str, labels: Sequence[str]) -> int: ...
+
+    def list_grants(self, tenant: str) -> dict[str, tuple[str, ...]]: ...
+
+    def tenant_exists(self, tenant: str) -> bool: ...
+
+    def ensure_tenant(self, tenant: str) -> None: ...
+
+    # ---- SIRE ----------------------------------------------------------------------
+    def list_sire(self, tenant: str, *, state: str | None = None,
+                  head_only: bool = True) -> list[SireRecord]: ...
+
+    def set_sire_state(self, tenant: str, sire_id: str, *, state: str, by: str,
+                       at: str) -> SireRecord: ...
+
+    def active_sire(self, tenant: str, version_ids: Sequence[str]) -> dict[str, SireRecord]: ...
+
+    # ---- ledger --------------------------------------------------------------------
+    def append_ledger(self, tenant: str, *, record_id: str, request_id: str, created_at: str,
+                      payload: str) -> LedgerEntry: ...
+
+    def get_ledger(self, tenant: str, record_id: str) -> LedgerEntry | None: ...
+
+    def iter_ledger(self, tenant: str) -> Iterator[LedgerEntry]: ...
+
+
+COUNTABLE_TABLES = (
+    "blobs", "nodes", "aliases", "versions", "head_map", "head_history", "paragraph_labels",
+    "chunks", "postings", "acl_tokens", "relation_tuples", "label_grants", "sire", "ledger",
+    "runs", "quarantine",
+)

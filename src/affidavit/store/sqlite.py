@@ -1,0 +1,537 @@
+"""SQLite backend: the embedded default, one file under ``.affidavit/``.
+
+Every statement names ``tenant_id``; writes of one document version happen in one
+``BEGIN IMMEDIATE`` transaction so that a crash leaves the version fully written or absent.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from affidavit.errors import LedgerError, NotFound, StoreError
+from affidavit.ledger.chain import GENESIS_HASH, record_hash
+from affidavit.records import AuthzContext, Chunk, SireTuple
+from affidavit.store.base import (
+    COUNTABLE_TABLES,
+    ChunkRecord,
+    CommitResult,
+    HeadInfo,
+    LedgerEntry,
+    LexicalHit,
+    LexicalStats,
+    QuarantineRecord,
+    RelationTuple,
+    RunRecord,
+    SireRecord,
+    VersionBundle,
+)
+from affidavit.store.migrations import SQLITE_MIGRATIONS
+
+_CHUNK_COLUMNS = (
+    "c.chunk_id, c.node_id, c.version_id, c.ordinal, c.start_offset, c.end_offset, c.text, "
+    "c.label, c.heading_path_json, c.locator, c.witness"
+)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _placeholders(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def _row_chunk(row: Sequence[object]) -> Chunk:
+    return Chunk(
+        chunk_id=str(row[0]), node_id=str(row[1]), version_id=str(row[2]), ordinal=int(str(row[3])),
+        start=int(str(row[4])), end=int(str(row[5])), text=str(row[6]), label=str(row[7]),
+        heading_path=tuple(json.loads(str(row[8]))), locator=str(row[9]), witness=str(row[10]),
+    )
+
+
+def _visibility_clause(authz: AuthzContext) -> tuple[str, list[object]]:
+    """SQL that admits a chunk row ``c`` only for this authorization context."""
+    labels = sorted(authz.granted_labels)
+    tokens = sorted(authz.tokens)
+    if not labels or not tokens:
+        return "0", []
+    clause = (
+        f"c.is_head = 1 AND c.label IN ({_placeholders(len(labels))}) AND EXISTS ("
+        "SELECT 1 FROM acl_tokens a WHERE a.tenant_id = c.tenant_id "
+        f"AND a.version_id = c.version_id AND a.token IN ({_placeholders(len(tokens))}))"
+    )
+    return clause, [*labels, *tokens]
+
+
+class SQLiteStore:
+    """The :class:`~affidavit.store.base.Store` on one SQLite file."""
+
+    backend = "sqlite"
+
+    def __init__(self, path: str | Path, *, create: bool = True):
+        self.path = str(path)
+        if self.path != ":memory:":
+            file = Path(self.path)
+            if not create and not file.exists():
+                raise StoreError(f"no database at {self.path}; run 'affidavit init' first")
+            file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA busy_timeout=10000")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {self.path}: {exc}") from exc
+        self._lock = threading.RLock()
+        self._migrate()
+
+    # ------------------------------------------------------------------ plumbing
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot start a transaction: {exc}") from exc
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+
+    def _read(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        with self._lock:
+            try:
+                return list(self._conn.execute(sql, params).fetchall())
+            except sqlite3.Error as exc:
+                raise StoreError(f"query failed: {exc}") from exc
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                "name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            done = {int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")}
+            for migration in SQLITE_MIGRATIONS:
+                if migration.version in done:
+                    continue
+                for statement in _split_sql(migration.sql):
+                    conn.execute(statement)
+                conn.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                             (migration.version, migration.name, _now()))
+
+    def schema_version(self) -> int:
+        rows = self._read("SELECT MAX(version) FROM schema_migrations")
+        return int(str(rows[0][0] or 0))
+
+    def _ensure_tenant(self, conn: sqlite3.Connection, tenant: str) -> None:
+        conn.execute("INSERT OR IGNORE INTO tenants VALUES (?, ?)", (tenant, _now()))
+        conn.execute("INSERT OR IGNORE INTO lexical_stats VALUES (?, 0, 0)", (tenant,))
+
+    def tenant_exists(self, tenant: str) -> bool:
+        return bool(self._read("SELECT 1 FROM tenants WHERE tenant_id = ?", (tenant,)))
+
+    def ensure_tenant(self, tenant: str) -> None:
+        with self._write() as conn:
+            self._ensure_tenant(conn, tenant)
+
+    def count_rows(self, tenant: str, table: str) -> int:
+        if table not in COUNTABLE_TABLES:
+            raise StoreError(f"unknown table {table!r}")
+        rows = self._read(f"SELECT COUNT(*) FROM {table} WHERE tenant_id = ?", (tenant,))
+        return int(str(rows[0][0]))
+
+    # ------------------------------------------------------------------ ingestion
+    def head(self, tenant: str, node_id: str) -> HeadInfo | None:
+        rows = self._read(
+            "SELECT h.node_id, h.version_id, h.raw_digest, v.fingerprint, v.alias FROM head_map h "
+            "JOIN versions v ON v.tenant_id = h.tenant_id AND v.version_id = h.version_id "
+            "WHERE h.tenant_id = ? AND h.node_id = ?", (tenant, node_id))
+        return HeadInfo(*(str(x) for x in rows[0])) if rows else None
+
+    def heads(self, tenant: str) -> list[HeadInfo]:
+        rows = self._read(
+            "SELECT h.node_id, h.version_id, h.raw_digest, v.fingerprint, v.alias FROM head_map h "
+            "JOIN versions v ON v.tenant_id = h.tenant_id AND v.version_id = h.version_id "
+            "WHERE h.tenant_id = ? ORDER BY h.node_id", (tenant,))
+        return [HeadInfo(*(str(x) for x in row)) for row in rows]
+
+    def commit_version(self, bundle: VersionBundle) -> CommitResult:
+        t = bundle.tenant
+        with self._write() as conn:
+            self._ensure_tenant(conn, t)
+            if conn.execute("SELECT 1 FROM versions WHERE tenant_id = ? AND version_id = ?",
+                            (t, bundle.version_id)).fetchone():
+                raise StoreError(f"version {bundle.version_id} is already stored")
+            self._write_blob_and_node(conn, bundle)
+            self._write_version_rows(conn, bundle)
+            previous = self._move_head(conn, t, bundle.node_id, bundle.version_id,
+                                       bundle.blob.raw_digest, bundle.run_id, bundle.created_at)
+        return CommitResult(bundle.version_id, len(bundle.chunks), previous)
+
+    def _write_blob_and_node(self, conn: sqlite3.Connection, b: VersionBundle) -> None:
+        blob = b.blob
+        conn.execute(
+            "INSERT OR IGNORE INTO blobs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (b.tenant, blob.raw_digest, blob.content, len(blob.content), blob.source_system,
+             blob.source_id, blob.source_rev, blob.fetched_at))
+        conn.execute("INSERT OR IGNORE INTO nodes VALUES (?, ?, ?, ?, ?)",
+                     (b.tenant, b.node_id, blob.source_system, blob.source_id, b.created_at))
+        epoch = conn.execute("SELECT COUNT(*) FROM aliases WHERE tenant_id = ? AND node_id = ?",
+                             (b.tenant, b.node_id)).fetchone()[0]
+        for alias_type, value in (("path", b.alias), ("title", b.title)):
+            conn.execute("INSERT OR IGNORE INTO aliases VALUES (?, ?, ?, ?, ?, ?)",
+                         (b.tenant, b.node_id, alias_type, value, epoch, b.created_at))
+
+    def _write_version_rows(self, conn: sqlite3.Connection, b: VersionBundle) -> None:
+        t = b.tenant
+        conn.execute(
+            "INSERT INTO versions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (t, b.version_id, b.node_id, b.blob.raw_digest, b.fingerprint, b.title, b.alias,
+             b.metadata_json, b.declared_label, b.normalized_text, b.witness, b.run_id,
+             b.created_at))
+        conn.executemany(
+            "INSERT INTO paragraph_labels VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(t, b.version_id, pl.index, start, end, pl.label, json.dumps(list(pl.reasons)))
+             for pl, start, end in b.paragraph_labels])
+        conn.executemany(
+            "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+            [(t, c.chunk_id, c.version_id, c.node_id, c.ordinal, c.start, c.end, c.text, c.label,
+              json.dumps(list(c.heading_path), ensure_ascii=False), c.locator, c.witness,
+              b.chunk_lengths[c.chunk_id]) for c in b.chunks])
+        conn.executemany(
+            "INSERT INTO postings VALUES (?, ?, ?, ?)",
+            [(t, term, chunk_id, tf) for chunk_id, pairs in sorted(b.postings.items())
+             for term, tf in pairs])
+        conn.executemany("INSERT INTO acl_tokens VALUES (?, ?, ?)",
+                         [(t, b.version_id, token) for token in sorted(set(b.acl_tokens))])
+        conn.execute(
+            "INSERT INTO sire VALUES (?, ?, ?, ?, ?, 'PROPOSED', ?, NULL, NULL)",
+            (t, "sire-" + b.version_id[:16], b.version_id, b.node_id,
+             json.dumps(b.sire.to_dict(), ensure_ascii=False, sort_keys=True), b.created_at))
+        total = sum(b.chunk_lengths[c.chunk_id] for c in b.chunks)
+        conn.execute("UPDATE lexical_stats SET n_chunks = n_chunks + ?, "
+                     "total_length = total_length + ? WHERE tenant_id = ?",
+                     (len(b.chunks), total, t))
+
+    def _move_head(self, conn: sqlite3.Connection, tenant: str, node_id: str,
+                   version_id: str | None, raw_digest: str | None, run_id: str,
+                   at: str) -> str | None:
+        row = conn.execute("SELECT version_id FROM head_map WHERE tenant_id = ? AND node_id = ?",
+                           (tenant, node_id)).fetchone()
+        previous = str(row[0]) if row and row[0] is not None else None
+        if previous:
+            self._retire_version(conn, tenant, previous)
+        conn.execute(
+            "INSERT INTO head_map VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, node_id) "
+            "DO UPDATE SET version_id = excluded.version_id, raw_digest = excluded.raw_digest, "
+            "updated_at = excluded.updated_at", (tenant, node_id, version_id, raw_digest, at))
+        seq = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM head_history WHERE tenant_id = ?",
+                           (tenant,)).fetchone()[0]
+        event = "withdraw" if version_id is None else ("supersede" if previous else "ingest")
+        conn.execute("INSERT INTO head_history VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     (tenant, seq, node_id, version_id, previous, event, run_id, at))
+        return previous
+
+    def _retire_version(self, conn: sqlite3.Connection, tenant: str, version_id: str) -> None:
+        """Take a version out of the served set: its derived lexical rows are disposable."""
+        stats = conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(n_tokens), 0) FROM chunks WHERE tenant_id = ? "
+            "AND version_id = ? AND is_head = 1", (tenant, version_id)).fetchone()
+        conn.execute(
+            "DELETE FROM postings WHERE tenant_id = ? AND chunk_id IN "
+            "(SELECT chunk_id FROM chunks WHERE tenant_id = ? AND version_id = ?)",
+            (tenant, tenant, version_id))
+        conn.execute("UPDATE chunks SET is_head = 0 WHERE tenant_id = ? AND version_id = ?",
+                     (tenant, version_id))
+        conn.execute("UPDATE lexical_stats SET n_chunks = n_chunks - ?, "
+                     "total_length = total_length - ? WHERE tenant_id = ?",
+                     (stats[0], stats[1], tenant))
+
+    def version_metadata(self, tenant: str, version_id: str) -> str | None:
+        rows = self._read("SELECT metadata_json FROM versions WHERE tenant_id = ? "
+                          "AND version_id = ?", (tenant, version_id))
+        return str(rows[0][0]) if rows else None
+
+    def withdraw(self, tenant: str, node_id: str, *, run_id: str, at: str) -> bool:
+        with self._write() as conn:
+            row = conn.execute("SELECT version_id FROM head_map WHERE tenant_id = ? AND node_id = ?",
+                               (tenant, node_id)).fetchone()
+            if not row or row[0] is None:
+                return False
+            self._move_head(conn, tenant, node_id, None, None, run_id, at)
+            conn.execute("DELETE FROM head_map WHERE tenant_id = ? AND node_id = ?",
+                         (tenant, node_id))
+        return True
+
+    # ------------------------------------------------------------------ runs & quarantine
+    def start_run(self, tenant: str, run_id: str, *, at: str, params_json: str) -> None:
+        with self._write() as conn:
+            self._ensure_tenant(conn, tenant)
+            conn.execute("INSERT INTO runs VALUES (?, ?, 'RUNNING', ?, NULL, ?, '{}')",
+                         (tenant, run_id, at, params_json))
+
+    def finish_run(self, tenant: str, run_id: str, *, status: str, at: str,
+                   summary_json: str) -> None:
+        with self._write() as conn:
+            conn.execute("UPDATE runs SET status = ?, finished_at = ?, summary_json = ? "
+                         "WHERE tenant_id = ? AND run_id = ?",
+                         (status, at, summary_json, tenant, run_id))
+
+    def get_run(self, tenant: str, run_id: str) -> RunRecord | None:
+        rows = self._read("SELECT run_id, status, started_at, finished_at, summary_json FROM runs "
+                          "WHERE tenant_id = ? AND run_id = ?", (tenant, run_id))
+        return _run(rows[0]) if rows else None
+
+    def list_runs(self, tenant: str, limit: int = 50) -> list[RunRecord]:
+        rows = self._read("SELECT run_id, status, started_at, finished_at, summary_json FROM runs "
+                          "WHERE tenant_id = ? ORDER BY started_at DESC, run_id LIMIT ?",
+                          (tenant, limit))
+        return [_run(r) for r in rows]
+
+    def record_quarantine(self, tenant: str, record: QuarantineRecord) -> None:
+        with self._write() as conn:
+            self._ensure_tenant(conn, tenant)
+            conn.execute("INSERT OR REPLACE INTO quarantine VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (tenant, record.run_id, record.alias, record.source_id,
+                          record.reason_code, record.message, record.at))
+
+    def list_quarantine(self, tenant: str, run_id: str | None = None) -> list[QuarantineRecord]:
+        sql = ("SELECT run_id, alias, source_id, reason_code, message, at FROM quarantine "
+               "WHERE tenant_id = ?")
+        params: list[object] = [tenant]
+        if run_id is not None:
+            sql += " AND run_id = ?"
+            params.append(run_id)
+        rows = self._read(sql + " ORDER BY at, alias", params)
+        return [QuarantineRecord(*(str(x) for x in r)) for r in rows]
+
+    # ------------------------------------------------------------------ retrieval
+    def lexical_stats(self, tenant: str) -> LexicalStats:
+        rows = self._read("SELECT n_chunks, total_length FROM lexical_stats WHERE tenant_id = ?",
+                          (tenant,))
+        if not rows:
+            return LexicalStats(0, 0)
+        return LexicalStats(int(str(rows[0][0])), int(str(rows[0][1])))
+
+    def document_frequencies(self, tenant: str, terms: Sequence[str]) -> dict[str, int]:
+        unique = sorted(set(terms))
+        if not unique:
+            return {}
+        rows = self._read(
+            f"SELECT term, COUNT(*) FROM postings WHERE tenant_id = ? AND term IN "
+            f"({_placeholders(len(unique))}) GROUP BY term", (tenant, *unique))
+        found = {str(r[0]): int(str(r[1])) for r in rows}
+        return {term: found.get(term, 0) for term in unique}
+
+    def lexical_search(self, authz: AuthzContext, term_idf: Mapping[str, float], *, k1: float,
+                       b: float, avg_length: float, limit: int) -> list[LexicalHit]:
+        terms = sorted(term_idf)
+        if not terms or avg_length <= 0 or limit <= 0:
+            return []
+        visible, visible_params = _visibility_clause(authz)
+        values = ",".join("(?, ?)" for _ in terms)
+        sql = (
+            f"WITH q(term, idf) AS (VALUES {values}) "
+            "SELECT p.chunk_id, SUM(q.idf * p.tf / (p.tf + ? * (1 - ? + ? * c.n_tokens / ?))) AS s "
+            "FROM q JOIN postings p ON p.tenant_id = ? AND p.term = q.term "
+            "JOIN chunks c ON c.tenant_id = p.tenant_id AND c.chunk_id = p.chunk_id "
+            f"WHERE c.tenant_id = ? AND {visible} "
+            "GROUP BY p.chunk_id ORDER BY s DESC, p.chunk_id ASC LIMIT ?"
+        )
+        params: list[object] = []
+        for term in terms:
+            params.extend((term, term_idf[term]))
+        params.extend((k1, b, b, avg_length, authz.tenant, authz.tenant, *visible_params, limit))
+        return [LexicalHit(str(r[0]), float(str(r[1]))) for r in self._read(sql, params)]
+
+    def get_chunks(self, authz: AuthzContext, chunk_ids: Sequence[str]) -> list[ChunkRecord]:
+        ids = sorted(set(chunk_ids))
+        if not ids:
+            return []
+        visible, visible_params = _visibility_clause(authz)
+        rows = self._read(
+            f"SELECT {_CHUNK_COLUMNS}, v.title, v.alias, n.source_id, n.source_system, c.is_head "
+            "FROM chunks c JOIN versions v ON v.tenant_id = c.tenant_id "
+            "AND v.version_id = c.version_id JOIN nodes n ON n.tenant_id = c.tenant_id "
+            f"AND n.node_id = c.node_id WHERE c.tenant_id = ? AND c.chunk_id IN "
+            f"({_placeholders(len(ids))}) AND {visible}",
+            (authz.tenant, *ids, *visible_params))
+        by_id = {str(r[0]): r for r in rows}
+        return [ChunkRecord(_row_chunk(by_id[i]), str(by_id[i][11]), str(by_id[i][12]),
+                            str(by_id[i][13]), str(by_id[i][14]), bool(by_id[i][15]))
+                for i in chunk_ids if i in by_id]
+
+    def chunks_with_label(self, tenant: str, chunk_ids: Sequence[str],
+                          label: str) -> list[Chunk]:
+        ids = sorted(set(chunk_ids))
+        if not ids:
+            return []
+        rows = self._read(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.tenant_id = ? AND c.label = ? "
+            f"AND c.chunk_id IN ({_placeholders(len(ids))}) ORDER BY c.chunk_id",
+            (tenant, label, *ids))
+        return [_row_chunk(r) for r in rows]
+
+    # ------------------------------------------------------------------ authorization data
+    def add_tuple(self, tenant: str, rel: RelationTuple, *, at: str) -> bool:
+        with self._write() as conn:
+            self._ensure_tenant(conn, tenant)
+            cur = conn.execute("INSERT OR IGNORE INTO relation_tuples VALUES (?, ?, ?, ?, ?, ?)",
+                               (tenant, rel.object, rel.relation, rel.subject, rel.source, at))
+            return cur.rowcount > 0
+
+    def remove_tuple(self, tenant: str, rel: RelationTuple) -> bool:
+        with self._write() as conn:
+            cur = conn.execute("DELETE FROM relation_tuples WHERE tenant_id = ? AND object = ? "
+                               "AND relation = ? AND subject = ?",
+                               (tenant, rel.object, rel.relation, rel.subject))
+            return cur.rowcount > 0
+
+    def list_tuples(self, tenant: str) -> list[RelationTuple]:
+        rows = self._read("SELECT object, relation, subject, source FROM relation_tuples "
+                          "WHERE tenant_id = ? ORDER BY object, relation, subject", (tenant,))
+        return [RelationTuple(*(str(x) for x in r)) for r in rows]
+
+    def grant(self, tenant: str, subject: str, labels: Sequence[str], *, at: str) -> int:
+        with self._write() as conn:
+            self._ensure_tenant(conn, tenant)
+            added = 0
+            for label in sorted(set(labels)):
+                cur = conn.execute("INSERT OR IGNORE INTO label_grants VALUES (?, ?, ?, ?)",
+                                   (tenant, subject, label, at))
+                added += cur.rowcount
+            return added
+
+    def revoke(self, tenant: str, subject: str, labels: Sequence[str]) -> int:
+        with self._write() as conn:
+            removed = 0
+            for label in sorted(set(labels)):
+                cur = conn.execute("DELETE FROM label_grants WHERE tenant_id = ? AND subject = ? "
+                                   "AND label = ?", (tenant, subject, label))
+                removed += cur.rowcount
+            return removed
+
+    def list_grants(self, tenant: str) -> dict[str, tuple[str, ...]]:
+        rows = self._read("SELECT subject, label FROM label_grants WHERE tenant_id = ? "
+                          "ORDER BY subject, label", (tenant,))
+        out: dict[str, list[str]] = {}
+        for subject, label in rows:
+            out.setdefault(str(subject), []).append(str(label))
+        return {k: tuple(v) for k, v in out.items()}
+
+    # ------------------------------------------------------------------ SIRE
+    def _sire_rows(self, where: str, params: Sequence[object]) -> list[SireRecord]:
+        rows = self._read(
+            "SELECT s.sire_id, s.node_id, s.version_id, v.title, v.alias, s.tuple_json, s.state, "
+            "s.proposed_at, s.approved_by, s.approved_at, "
+            "(SELECT COUNT(*) FROM head_map h WHERE h.tenant_id = s.tenant_id "
+            " AND h.version_id = s.version_id) "
+            "FROM sire s JOIN versions v ON v.tenant_id = s.tenant_id "
+            f"AND v.version_id = s.version_id WHERE {where} ORDER BY v.alias, s.sire_id", params)
+        return [SireRecord(
+            sire_id=str(r[0]), node_id=str(r[1]), version_id=str(r[2]), title=str(r[3]),
+            alias=str(r[4]), sire=SireTuple.from_dict(json.loads(str(r[5]))), state=str(r[6]),
+            proposed_at=str(r[7]), approved_by=None if r[8] is None else str(r[8]),
+            approved_at=None if r[9] is None else str(r[9]), is_head=bool(r[10]))
+            for r in rows]
+
+    def list_sire(self, tenant: str, *, state: str | None = None,
+                  head_only: bool = True) -> list[SireRecord]:
+        where, params = "s.tenant_id = ?", [tenant]
+        if state is not None:
+            where += " AND s.state = ?"
+            params.append(state)
+        records = self._sire_rows(where, params)
+        return [r for r in records if r.is_head] if head_only else records
+
+    def set_sire_state(self, tenant: str, sire_id: str, *, state: str, by: str,
+                       at: str) -> SireRecord:
+        with self._write() as conn:
+            cur = conn.execute("UPDATE sire SET state = ?, approved_by = ?, approved_at = ? "
+                               "WHERE tenant_id = ? AND sire_id = ?",
+                               (state, by, at, tenant, sire_id))
+            if cur.rowcount == 0:
+                raise NotFound(f"no SIRE record {sire_id}")
+        return self._sire_rows("s.tenant_id = ? AND s.sire_id = ?", (tenant, sire_id))[0]
+
+    def active_sire(self, tenant: str, version_ids: Sequence[str]) -> dict[str, SireRecord]:
+        ids = sorted(set(version_ids))
+        if not ids:
+            return {}
+        records = self._sire_rows(
+            f"s.tenant_id = ? AND s.state = 'ACTIVE' AND s.version_id IN ({_placeholders(len(ids))})",
+            (tenant, *ids))
+        return {r.version_id: r for r in records}
+
+    # ------------------------------------------------------------------ ledger
+    def append_ledger(self, tenant: str, *, record_id: str, request_id: str, created_at: str,
+                      payload: str) -> LedgerEntry:
+        try:
+            with self._write() as conn:
+                self._ensure_tenant(conn, tenant)
+                row = conn.execute("SELECT seq, record_hash FROM ledger WHERE tenant_id = ? "
+                                   "ORDER BY seq DESC LIMIT 1", (tenant,)).fetchone()
+                seq, prev = (int(row[0]) + 1, str(row[1])) if row else (1, GENESIS_HASH)
+                digest = record_hash(prev, payload)
+                conn.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                             (tenant, seq, record_id, request_id, created_at, payload, prev, digest))
+        except (sqlite3.Error, StoreError) as exc:
+            raise LedgerError(f"ledger append failed: {exc}") from exc
+        return LedgerEntry(seq, record_id, request_id, created_at, payload, prev, digest)
+
+    def get_ledger(self, tenant: str, record_id: str) -> LedgerEntry | None:
+        rows = self._read("SELECT seq, record_id, request_id, created_at, payload, prev_hash, "
+                          "record_hash FROM ledger WHERE tenant_id = ? "
+                          "AND (record_id = ? OR request_id = ?)", (tenant, record_id, record_id))
+        return _ledger(rows[0]) if rows else None
+
+    def iter_ledger(self, tenant: str) -> Iterator[LedgerEntry]:
+        rows = self._read("SELECT seq, record_id, request_id, created_at, payload, prev_hash, "
+                          "record_hash FROM ledger WHERE tenant_id = ? ORDER BY seq", (tenant,))
+        for row in rows:
+            yield _ledger(row)
+
+
+def _run(row: Sequence[object]) -> RunRecord:
+    return RunRecord(str(row[0]), str(row[1]), str(row[2]),
+                     None if row[3] is None else str(row[3]), str(row[4]))
+
+
+def _ledger(row: Sequence[object]) -> LedgerEntry:
+    return LedgerEntry(int(str(row[0])), str(row[1]), str(row[2]), str(row[3]), str(row[4]),
+                       str(row[5]), str(row[6]))
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements; triggers keep their inner semicolons."""
+    statements: list[str] = []
+    buffer: list[str] = []
+    in_trigger = False
+    for line in script.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("--"):
+            continue
+        buffer.append(line)
+        if stripped.upper().startswith("CREATE TRIGGER"):
+            in_trigger = True
+        if (in_trigger and stripped.upper().endswith("END;")) or (
+                not in_trigger and stripped.endswith(";")):
+            statements.append("\n".join(buffer))
+            buffer, in_trigger = [], False
+    if buffer:
+        statements.append("\n".join(buffer))
+    return statements
