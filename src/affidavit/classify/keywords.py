@@ -1,0 +1,64 @@
+"""Keyword matching for classification: case-insensitive, word-bounded for Latin script.
+
+A keyword end made of a Latin letter or digit must meet a word boundary in the text, so that
+``pii`` does not fire inside ``piie``. CJK text has no spaces between words, so a CJK keyword
+end matches anywhere (plain substring). Whitespace inside a keyword matches any run of
+whitespace, because extraction may wrap a phrase across lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+# Scripts written without spaces between words: Han, kana, Hangul and their punctuation.
+_CJK_RANGES = (
+    "\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3190-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff00-\uffef"
+)
+_CJK = re.compile(f"[{_CJK_RANGES}]")
+# A word character that is not CJK: what a bounded keyword end must not touch.
+_BOUNDED_WORD_CHAR = f"[^\\W{_CJK_RANGES}]"
+
+
+def is_cjk(ch: str) -> bool:
+    """True for a character of a script written without spaces (Han, kana, Hangul)."""
+    return bool(_CJK.match(ch))
+
+
+def _needs_boundary(ch: str) -> bool:
+    return (ch.isalnum() or ch == "_") and not is_cjk(ch)
+
+
+def keyword_pattern(keyword: str) -> re.Pattern[str] | None:
+    """The compiled matcher of one keyword, or None for a blank keyword."""
+    words = keyword.split()
+    if not words:
+        return None
+    body = r"\s+".join(re.escape(word) for word in words)
+    phrase = " ".join(words)
+    before = f"(?<!{_BOUNDED_WORD_CHAR})" if _needs_boundary(phrase[0]) else ""
+    after = f"(?!{_BOUNDED_WORD_CHAR})" if _needs_boundary(phrase[-1]) else ""
+    return re.compile(before + body + after, re.IGNORECASE)
+
+
+class KeywordSet:
+    """A fixed list of keywords, compiled once; reports which ones occur in a text."""
+
+    __slots__ = ("_patterns",)
+
+    def __init__(self, keywords: Sequence[str]) -> None:
+        patterns: list[tuple[str, re.Pattern[str]]] = []
+        for keyword in keywords:
+            pattern = keyword_pattern(keyword)
+            if pattern is not None:
+                patterns.append((keyword, pattern))
+        self._patterns = tuple(patterns)
+
+    @property
+    def keywords(self) -> tuple[str, ...]:
+        return tuple(keyword for keyword, _ in self._patterns)
+
+    def found_in(self, text: str) -> list[str]:
+        """The keywords (as configured) that occur in ``text``, in configured order."""
+        return [keyword for keyword, pattern in self._patterns if pattern.search(text)]
