@@ -1,0 +1,128 @@
+"""The Boundary Gate: decides an answer's output state from its claim verdicts.
+
+Rules, first match wins:
+
+1. an unknown role or claim status -> BLOCKED (fail closed);
+2. any contradicted claim -> BLOCKED;
+3. no evidence -> REQUIRES_SPEC; no claims, or refusals only -> REQUIRES_SPEC;
+4. every non-refusal claim VERIFIED -> AUTHORIZED, lowered to PARTIAL when fabricated
+   citations had to be stripped (the generation ignored its citation constraint);
+5. no claim VERIFIED -> REQUIRES_SPEC;
+6. otherwise PARTIAL.
+
+The advisory role then caps AUTHORIZED and PARTIAL at NARRATIVE_ONLY: an advisory answer
+can never be authoritative, whatever its evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from affidavit.answer.compiler import ROLES
+from affidavit.answer.verify import PARTIALLY_VERIFIED, REFUSED, UNVERIFIED, VERIFIED, ClaimVerdict
+
+AUTHORIZED = "AUTHORIZED"
+PARTIAL = "PARTIAL"
+REQUIRES_SPEC = "REQUIRES_SPEC"
+NARRATIVE_ONLY = "NARRATIVE_ONLY"
+BLOCKED = "BLOCKED"
+
+OUTPUT_STATES = (AUTHORIZED, PARTIAL, REQUIRES_SPEC, NARRATIVE_ONLY, BLOCKED)
+CLAIM_STATUSES = (VERIFIED, PARTIALLY_VERIFIED, UNVERIFIED, REFUSED)
+
+# Governed refusal texts by reason prefix, most specific first. They name the kind of
+# failure only: never the evidence, and never whether withheld content exists.
+_REFUSALS = (
+    ("CONTRADICTED_CLAIM", "This answer was withheld: at least one of its statements "
+                           "conflicts with the evidence it relied on."),
+    ("OUT_OF_SCOPE_ENTITY", "This question concerns an entity outside the scope this "
+                            "service answers for, so it is not answered."),
+    ("AUTHORIZATION_FAILED", "The request could not be authorized, so nothing was retrieved "
+                             "or answered."),
+    ("NO_EVIDENCE", "No evidence available to you answers this question, so no answer is "
+                    "given."),
+)
+_GOVERNANCE_REFUSAL = (
+    "This answer was withheld because a governance check did not pass or could not be "
+    "completed."
+)
+_UNVERIFIED_REFUSAL = (
+    "No answer could be verified against the evidence available to you; the question may "
+    "need a more specific scope."
+)
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """The output state of one answer and the stable reasons that led to it."""
+
+    output_state: str
+    reasons: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the ledger."""
+        return {"output_state": self.output_state, "reasons": list(self.reasons)}
+
+
+def decide(
+    verdicts: Sequence[ClaimVerdict],
+    *,
+    role: str,
+    evidence_count: int,
+    stripped_citations: Sequence[str],
+) -> GateDecision:
+    """The output state for an answer with these claim verdicts."""
+    stripped = len(set(stripped_citations))
+    notes = [f"FABRICATED_CITATIONS_STRIPPED:{stripped}"] if stripped else []
+    failure = _failed_closed(verdicts, role)
+    if failure:
+        return GateDecision(BLOCKED, (failure, *notes))
+    contradicted = [f"CONTRADICTED_CLAIM:{v.claim.index}" for v in verdicts if v.contradicted]
+    if contradicted:
+        return GateDecision(BLOCKED, (*contradicted, *notes))
+    state, reasons = _authoritative_state(verdicts, evidence_count, bool(stripped_citations))
+    if role == "advisory" and state in (AUTHORIZED, PARTIAL):
+        return GateDecision(NARRATIVE_ONLY, ("ADVISORY_ROLE_CEILING", *reasons, *notes))
+    return GateDecision(state, (*reasons, *notes))
+
+
+def _failed_closed(verdicts: Sequence[ClaimVerdict], role: str) -> str:
+    if role not in ROLES:
+        return "UNKNOWN_ROLE"
+    if any(v.status not in CLAIM_STATUSES for v in verdicts):
+        return "UNKNOWN_CLAIM_STATUS"
+    return ""
+
+
+def _authoritative_state(
+    verdicts: Sequence[ClaimVerdict], evidence_count: int, fabricated: bool
+) -> tuple[str, tuple[str, ...]]:
+    if evidence_count <= 0:
+        return REQUIRES_SPEC, ("NO_EVIDENCE",)
+    if not verdicts:
+        return REQUIRES_SPEC, ("NO_CLAIMS",)
+    asserted = [v for v in verdicts if v.status != REFUSED]
+    refusals = len(verdicts) - len(asserted)
+    refused = (f"REFUSED_CLAIMS:{refusals}",) if refusals else ()
+    if not asserted:
+        return REQUIRES_SPEC, ("ONLY_REFUSALS", *refused)
+    verified = sum(1 for v in asserted if v.status == VERIFIED)
+    if verified == len(asserted):
+        if fabricated:
+            return PARTIAL, ("ALL_CLAIMS_VERIFIED", "LOWERED_FOR_FABRICATED_CITATIONS", *refused)
+        return AUTHORIZED, ("ALL_CLAIMS_VERIFIED", *refused)
+    if verified == 0:
+        return REQUIRES_SPEC, ("NO_VERIFIED_CLAIMS", *refused)
+    return PARTIAL, (f"VERIFIED_CLAIMS:{verified}/{len(asserted)}", *refused)
+
+
+def governed_refusal(decision: GateDecision) -> str:
+    """The text that replaces a withheld answer; it never quotes the evidence."""
+    for prefix, text in _REFUSALS:
+        if any(reason.startswith(prefix) for reason in decision.reasons):
+            return text
+    if decision.output_state == BLOCKED:
+        return _GOVERNANCE_REFUSAL
+    return _UNVERIFIED_REFUSAL
