@@ -1,0 +1,117 @@
+"""Stage B: untrusted bytes to normalized text, a paragraph map, links and declared metadata.
+
+One parser per format, chosen by the file name's suffix. Every parser is deterministic and
+refuses bad input only with :class:`~affidavit.errors.InputRejected`; the reason codes are
+listed in :data:`REASON_CODES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from affidavit.config import IngestSettings
+from affidavit.errors import InputRejected
+from affidavit.extract.csv_format import MALFORMED_CSV, CsvParser
+from affidavit.extract.decode import (
+    BINARY_CONTENT,
+    EMPTY_DOCUMENT,
+    LINE_TOO_LONG,
+    UNDECODABLE_TEXT,
+    check_line_lengths,
+    decode_text,
+)
+from affidavit.extract.html import MALFORMED_HTML, HtmlParser
+from affidavit.extract.json_format import MALFORMED_JSON, NESTING_TOO_DEEP, JsonParser
+from affidavit.extract.layout import KINDS, TOO_MANY_PARAGRAPHS
+from affidavit.extract.markdown import MALFORMED_FRONT_MATTER, MarkdownParser
+from affidavit.extract.text import TextParser
+from affidavit.extract.yaml_format import YamlParser
+from affidavit.records import ExtractedDocument
+from affidavit.sources.safe_yaml import MALFORMED_YAML
+
+UNSUPPORTED_FORMAT = "UNSUPPORTED_FORMAT"
+TOO_LARGE = "TOO_LARGE"
+
+REASON_CODES = (
+    BINARY_CONTENT,
+    EMPTY_DOCUMENT,
+    LINE_TOO_LONG,
+    MALFORMED_CSV,
+    MALFORMED_FRONT_MATTER,
+    MALFORMED_HTML,
+    MALFORMED_JSON,
+    MALFORMED_YAML,
+    NESTING_TOO_DEEP,
+    TOO_LARGE,
+    TOO_MANY_PARAGRAPHS,
+    UNDECODABLE_TEXT,
+    UNSUPPORTED_FORMAT,
+)
+"""Every reason code :func:`extract` may refuse a document with."""
+
+
+class Parser(Protocol):
+    """Turns normalized text of one format into an :class:`ExtractedDocument`."""
+
+    formats: tuple[str, ...]
+    """Lowercase file name suffixes this parser reads, with the dot (``".md"``)."""
+
+    def parse(self, text: str, *, limits: IngestSettings) -> ExtractedDocument:
+        """Paragraphs, title, links and declared metadata of ``text``."""
+        ...
+
+
+def _by_suffix(*parsers: Parser) -> Mapping[str, Parser]:
+    return {suffix: parser for parser in parsers for suffix in parser.formats}
+
+
+PARSERS: Mapping[str, Parser] = _by_suffix(
+    MarkdownParser(), TextParser(), HtmlParser(), JsonParser(), CsvParser(), YamlParser()
+)
+SUPPORTED_SUFFIXES: tuple[str, ...] = tuple(sorted(PARSERS))
+
+
+def parser_for(filename: str) -> Parser:
+    """The parser for ``filename``'s suffix (case-insensitive), or ``UNSUPPORTED_FORMAT``."""
+    suffix = _suffix(filename)
+    parser = PARSERS.get(suffix)
+    if parser is None:
+        shown = suffix or "no suffix"
+        raise InputRejected(UNSUPPORTED_FORMAT, f"{shown!r} is not one of {SUPPORTED_SUFFIXES}")
+    return parser
+
+
+def extract(content: bytes, *, filename: str, limits: IngestSettings) -> ExtractedDocument:
+    """Decode, normalize and parse one document; bad input raises ``InputRejected``."""
+    parser = parser_for(filename)
+    if len(content) > limits.max_document_bytes:
+        raise InputRejected(
+            TOO_LARGE, f"{len(content)} bytes exceeds the limit of {limits.max_document_bytes}"
+        )
+    text = decode_text(content)
+    try:
+        document = parser.parse(text, limits=limits)
+    except RecursionError as exc:  # a last guard: every parser bounds its own nesting
+        raise InputRejected(NESTING_TOO_DEEP, "nesting too deep to read") from exc
+    check_line_lengths(document.text, limits.max_line_chars)
+    if not document.paragraphs:
+        raise InputRejected(EMPTY_DOCUMENT, "the document has no readable text")
+    return document
+
+
+def _suffix(filename: str) -> str:
+    name = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    return name[dot:].lower() if dot > 0 else ""
+
+
+__all__ = [
+    "KINDS",
+    "PARSERS",
+    "REASON_CODES",
+    "SUPPORTED_SUFFIXES",
+    "Parser",
+    "extract",
+    "parser_for",
+]

@@ -1,0 +1,33 @@
+"""YAML documents: the untrusted-YAML rules of sidecars, rendered like JSON."""
+
+from __future__ import annotations
+
+from affidavit.config import IngestSettings
+from affidavit.extract.decode import check_line_lengths
+from affidavit.extract.layout import RenderedText
+from affidavit.extract.structured import render_records, top_level_title
+from affidavit.records import ExtractedDocument
+from affidavit.sources.safe_yaml import load_yaml_documents
+
+
+class YamlParser:
+    """Parser for ``.yaml`` and ``.yml`` files; a stream may hold several documents."""
+
+    formats: tuple[str, ...] = (".yaml", ".yml")
+
+    def parse(self, text: str, *, limits: IngestSettings) -> ExtractedDocument:
+        """Each top-level field (or list item) of each document is one ``record`` paragraph.
+
+        Refusals: ``MALFORMED_YAML`` (syntax, anchors, aliases, unknown tags, duplicate
+        keys) and ``NESTING_TOO_DEEP``.
+        """
+        check_line_lengths(text, limits.max_line_chars)
+        documents = load_yaml_documents(text, max_depth=limits.max_nesting_depth)
+        rendered = RenderedText(max_paragraphs=limits.max_paragraphs)
+        render_records(documents, rendered)
+        return ExtractedDocument(
+            text=rendered.text,
+            paragraphs=rendered.paragraphs,
+            format="yaml",
+            title=top_level_title(documents),
+        )
