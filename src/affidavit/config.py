@@ -126,6 +126,7 @@ class RetrievalSettings:
 @dataclass(frozen=True)
 class AnswerSettings:
     provider: str = "extractive"
+    template: str = "cfpo-v1"
     role: str = "authoritative"
     max_evidence: int = 8
     max_answer_sentences: int = 4
@@ -156,7 +157,8 @@ class Settings:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, suitable for hashing into a config version."""
-        return _plain(dataclasses.asdict(self))
+        plain: dict[str, Any] = _plain(dataclasses.asdict(self))
+        return plain
 
 
 def _plain(value: Any) -> Any:
@@ -204,8 +206,8 @@ def load(
         if value is not None:
             _set_dotted(data, key, value, source="command line")
 
-    settings = _build(Settings, data, "", source or "defaults")
-    settings = settings.replace(source_file=source)
+    built: Settings = _build(Settings, data, "", source or "defaults")
+    settings = built.replace(source_file=source)
     _validate(settings)
     return settings
 
@@ -213,7 +215,8 @@ def load(
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
-            return tomllib.load(handle)
+            data: dict[str, Any] = tomllib.load(handle)
+            return data
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"not valid TOML: {exc}", source=str(path)) from exc
     except OSError as exc:
@@ -338,8 +341,10 @@ def _validate(settings: Settings) -> None:
                 raise ConfigurationError(f"grants unknown label {label!r}",
                                          key=f"grants.{subject}", source=source)
     c = settings.chunking
-    if c.max_chars <= 0 or c.overlap_chars < 0 or c.overlap_chars >= c.max_chars:
-        raise ConfigurationError("need max_chars > 0 and 0 <= overlap_chars < max_chars",
+    if (c.max_chars <= 0 or c.overlap_chars < 0 or c.overlap_chars >= c.max_chars
+            or not 0 <= c.min_chars <= c.max_chars):
+        raise ConfigurationError(
+            "need max_chars > 0, 0 <= overlap_chars < max_chars, 0 <= min_chars <= max_chars",
                                  key="chunking", source=source)
     if settings.answer.role not in ("authoritative", "advisory"):
         raise ConfigurationError("must be 'authoritative' or 'advisory'", key="answer.role",

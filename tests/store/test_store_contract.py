@@ -31,8 +31,10 @@ def bundle(node: str, version: str, texts: list[tuple[str, str, dict[str, int]]]
         paragraph_labels=tuple((ParagraphLabel(i, label, ("default:INTERNAL",)), 0, 1)
                                for i, (label, _, _) in enumerate(texts)),
         chunks=chunks,
-        postings={c.chunk_id: tuple(sorted(tf.items())) for c, (_, _, tf) in zip(chunks, texts)},
-        chunk_lengths={c.chunk_id: sum(tf.values()) for c, (_, _, tf) in zip(chunks, texts)},
+        postings={c.chunk_id: tuple(sorted(tf.items()))
+                  for c, (_, _, tf) in zip(chunks, texts, strict=True)},
+        chunk_lengths={c.chunk_id: sum(tf.values())
+                       for c, (_, _, tf) in zip(chunks, texts, strict=True)},
         acl_tokens=acl, sire=SireTuple("s", ("a",), (), ("hipaa",)), witness="w", run_id="run-1",
         created_at=NOW)
 

@@ -98,7 +98,14 @@ def _best_sentences(prompt: CompiledPrompt, limit: int) -> list[tuple[int, int, 
     scored: list[tuple[int, int, int, str, str]] = []
     seen: set[str] = set()
     for rank, item in enumerate(prompt.evidence):
-        for position, (start, end) in enumerate(_sentence_spans(item.text)):
+        spans = _sentence_spans(item.text)
+        for position, (start, end) in enumerate(spans):
+            raw = item.text[start:end].strip()
+            if raw.startswith(("#", "|")):  # headings and table rows are not statements
+                continue
+            if raw.endswith((":", "：")) and position + 1 < len(spans):
+                # A sentence that introduces a list means nothing without the list.
+                end = spans[position + 1][1]
             sentence = normalize_space(LOOSE_SRC_PATTERN.sub("", item.text[start:end]))
             score = len(wanted & set(content_terms(sentence)))
             if score and sentence.casefold() not in seen:

@@ -1,0 +1,68 @@
+"""Affidavit: governed retrieval-augmented generation.
+
+The public surface is small: load :class:`Settings`, open a store, run an :class:`Ingestor`
+over sources, and ask an :class:`Engine` for governed search results and verified answers.
+"""
+
+from affidavit.config import Settings
+from affidavit.config import load as load_settings
+from affidavit.errors import (
+    AffidavitError,
+    AuthorizationError,
+    ConfigurationError,
+    GovernanceError,
+    InputRejected,
+    LedgerError,
+    NotFound,
+    ProviderError,
+    RestrictedContentError,
+    StoreError,
+)
+
+__version__ = "0.1.0"
+
+# The pipeline classes load on first use, so that importing one small module (say
+# ``affidavit.records``) does not import every stage.
+_LAZY = {
+    "Ingestor": "affidavit.ingest",
+    "RunSummary": "affidavit.ingest",
+    "AskResult": "affidavit.query",
+    "Engine": "affidavit.query",
+    "SearchHit": "affidavit.query",
+    "SQLiteStore": "affidavit.store",
+    "Store": "affidavit.store",
+    "open_store": "affidavit.store",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'affidavit' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+__all__ = [
+    "AffidavitError",
+    "AskResult",
+    "AuthorizationError",
+    "ConfigurationError",
+    "Engine",
+    "GovernanceError",
+    "Ingestor",
+    "InputRejected",
+    "LedgerError",
+    "NotFound",
+    "ProviderError",
+    "RestrictedContentError",
+    "RunSummary",
+    "SQLiteStore",
+    "SearchHit",
+    "Settings",
+    "Store",
+    "StoreError",
+    "__version__",
+    "load_settings",
+    "open_store",
+]

@@ -1,0 +1,397 @@
+"""The ``affidavit`` command.
+
+Exit status: 0 success; 1 the operation failed; 2 usage error (including a missing or
+malformed ``--as`` principal); 3 ingestion finished but some documents were quarantined.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from affidavit import config as config_module
+from affidavit.authz import StoreAuthorizer, parse_principal, parse_subject, parse_tuple
+from affidavit.config import Settings
+from affidavit.errors import AffidavitError, AuthorizationError, InputRejected, NotFound
+from affidavit.ingest import QUARANTINED, DocumentOutcome, Ingestor
+from affidavit.ledger import verify_chain
+from affidavit.ledger.record import redact_for
+from affidavit.query import Engine
+from affidavit.sources import LocalFolderSource
+from affidavit.store import SQLiteStore, open_store
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_QUARANTINED = 0, 1, 2, 3
+
+
+class UsageError(AffidavitError):
+    """A command was called the wrong way."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+# --------------------------------------------------------------------------- context
+
+
+class Context:
+    """What every command needs: settings and a store, opened lazily."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.settings: Settings = config_module.load(
+            args.config, overrides={"store.db": args.db, "tenant": args.tenant})
+        self._store: SQLiteStore | None = None
+
+    @property
+    def tenant(self) -> str:
+        return self.settings.tenant
+
+    def store(self, *, create: bool = False) -> SQLiteStore:
+        if self._store is None:
+            base = Path(self.settings.source_file).parent if (
+                self.settings.source_file and not self.args.db) else Path.cwd()
+            self._store = open_store(self.settings.store.db, base=base, create=create)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_init(ctx: Context) -> int:
+    store = ctx.store(create=True)
+    store.ensure_tenant(ctx.tenant)
+    print(f"initialized {store.path} (schema v{store.schema_version()}, tenant {ctx.tenant})")
+    if ctx.settings.source_file is None:
+        print("no affidavit.toml found: defaults in use (no [acl] default, no groups or grants)")
+    return EXIT_OK
+
+
+def _progress(total_hint: int | None) -> Callable[[int, DocumentOutcome], None]:
+    def report(done: int, outcome: DocumentOutcome) -> None:
+        extra = f" ({outcome.reason_code})" if outcome.status == QUARANTINED else ""
+        print(f"[{done}] {outcome.status:<11} {outcome.alias}{extra}", file=sys.stderr)
+    return report
+
+
+def cmd_ingest(ctx: Context) -> int:
+    args = ctx.args
+    path = Path(args.path)
+    if not path.exists():
+        raise UsageError(f"{args.path}: no such file or folder")
+    store = ctx.store(create=True)
+    source = LocalFolderSource(path, source_system=args.source_system,
+                               max_document_bytes=ctx.settings.ingest.max_document_bytes,
+                               follow_symlinks=ctx.settings.ingest.follow_symlinks)
+    show = not args.quiet and (args.progress or sys.stderr.isatty())
+    summary = Ingestor(store, ctx.settings, tenant=ctx.tenant).run(
+        [source], progress=_progress(None) if show else None)
+    data = summary.to_dict()
+    if args.json:
+        _print_json(data)
+    else:
+        print(f"run {data['run_id']}: {data['status']} - ingested {data['ingested']}, "
+              f"unchanged {data['unchanged']}, quarantined {len(data['quarantined'])}, "
+              f"chunks written {data['chunks_written']}")
+        for q in data["quarantined"]:
+            print(f"  quarantined {q['alias']}: {q['reason_code']} - {q['message']}")
+        for warning in data["warnings"]:
+            print(f"  warning: {warning}")
+    return EXIT_QUARANTINED if data["quarantined"] else EXIT_OK
+
+
+def cmd_search(ctx: Context) -> int:
+    engine = Engine(ctx.store(), ctx.settings, tenant=ctx.tenant)
+    hits = engine.search(parse_principal(ctx.args.as_principal), ctx.args.query,
+                         limit=ctx.args.limit)
+    if ctx.args.json:
+        _print_json([h.to_dict() for h in hits])
+        return EXIT_OK
+    if not hits:
+        print("no results you may see")
+    for rank, hit in enumerate(hits, start=1):
+        marker = "" if hit.sire_active else "  [no ACTIVE SIRE: excluded from answers]"
+        print(f"{rank}. [src:{hit.chunk_id[:8]}] {hit.title} ({hit.label}) "
+              f"score={hit.score:.4f}{marker}")
+        print(f"   {hit.locator}")
+        snippet = " ".join(hit.text.split())
+        print(f"   {snippet[:240]}{'...' if len(snippet) > 240 else ''}")
+    return EXIT_OK
+
+
+def cmd_ask(ctx: Context) -> int:
+    principal = parse_principal(ctx.args.as_principal)
+    engine = Engine(ctx.store(), ctx.settings, tenant=ctx.tenant)
+    result = engine.ask(principal, ctx.args.question, role=ctx.args.role)
+    if ctx.args.json:
+        _print_json(result.to_dict())
+        return EXIT_OK
+    print(result.answer or "(no answer)")
+    print(f"\noutput state: {result.output_state}")
+    for citation in result.citations:
+        print(f"  [src:{citation['src']}] {citation['title']} - {citation['locator']}")
+    if result.reasons:
+        print("reasons: " + "; ".join(result.reasons))
+    print(f"ledger record: {result.ledger_record_id} ({result.ledger_record_hash[:16]})")
+    return EXIT_OK
+
+
+def cmd_ledger_show(ctx: Context) -> int:
+    store = ctx.store()
+    authz = StoreAuthorizer(store, ctx.settings).context_for(ctx.tenant, ctx.args.as_principal)
+    entry = store.get_ledger(ctx.tenant, ctx.args.record_id)
+    if entry is None:
+        raise NotFound(f"no ledger record {ctx.args.record_id} that you may see")
+    view = redact_for(entry, authz, store)
+    if ctx.args.json:
+        _print_json(view)
+        return EXIT_OK
+    record = view["record"]
+    print(f"record {record['record_id']} (seq {view['seq']}, hash {view['record_hash'][:16]})")
+    for key in ("request_id", "created_at", "principal", "query", "output_state", "answer"):
+        print(f"  {key}: {record.get(key)}")
+    for citation in record.get("citations", []):
+        print(f"  cited [src:{citation['src']}] {citation['title']}")
+    return EXIT_OK
+
+
+def cmd_ledger_verify(ctx: Context) -> int:
+    report = verify_chain(ctx.store().iter_ledger(ctx.tenant))
+    if ctx.args.json:
+        _print_json({"ok": report.ok, "checked": report.checked,
+                     "first_bad_seq": report.first_bad_seq,
+                     "first_bad_record": report.first_bad_record, "reason": report.reason})
+    elif report.ok:
+        print(f"ledger OK: {report.checked} records verified")
+    else:
+        print(f"ledger BROKEN at seq {report.first_bad_seq} (record {report.first_bad_record}): "
+              f"{report.reason}; {report.checked} records before it verified")
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_authz(ctx: Context) -> int:
+    args, store = ctx.args, ctx.store(create=True)
+    action = args.authz_action
+    if action in ("add", "remove"):
+        rel = parse_tuple(args.tuple)
+        if action == "add":
+            changed = store.add_tuple(ctx.tenant, rel, at=_now())
+            print(("added " if changed else "already present: ") + str(rel))
+        else:
+            if str(rel) in {str(parse_tuple(t)) for t in ctx.settings.authz.tuples}:
+                raise UsageError(f"{rel} is defined in {ctx.settings.source_file}; edit that file")
+            if not store.remove_tuple(ctx.tenant, rel):
+                raise UsageError(f"no such tuple in the store: {rel}")
+            print(f"removed {rel}")
+        return EXIT_OK
+    if action in ("grant", "revoke"):
+        subject = parse_subject(args.subject)
+        labels = [label.upper() for label in args.labels]
+        unknown = [label for label in labels if label not in ctx.settings.sensitivity.labels]
+        if unknown:
+            raise UsageError(f"unknown label(s): {', '.join(unknown)}")
+        if action == "grant":
+            n = store.grant(ctx.tenant, subject, labels, at=_now())
+            print(f"granted {n} new label(s) to {subject}")
+        else:
+            n = store.revoke(ctx.tenant, subject, labels)
+            print(f"revoked {n} label(s) from {subject}")
+        return EXIT_OK
+    authorizer = StoreAuthorizer(store, ctx.settings)
+    tuples = sorted(authorizer.all_tuples(ctx.tenant), key=str)
+    grants = {k: sorted(v) for k, v in sorted(authorizer.all_grants(ctx.tenant).items())}
+    if args.json:
+        _print_json({"tuples": [{"tuple": str(t), "source": t.source} for t in tuples],
+                     "grants": grants})
+        return EXIT_OK
+    for t in tuples:
+        print(f"{t}  ({t.source})")
+    for subject, labels in grants.items():
+        print(f"grant {subject}: {', '.join(labels)}")
+    return EXIT_OK
+
+
+def cmd_sire(ctx: Context) -> int:
+    from affidavit.identity.lifecycle import approve_sire
+
+    args, store = ctx.args, ctx.store()
+    if args.sire_action == "list":
+        records = store.list_sire(ctx.tenant, state=args.state)
+        if args.json:
+            _print_json([{"sire_id": r.sire_id, "alias": r.alias, "title": r.title,
+                          "state": r.state, "approved_by": r.approved_by,
+                          "approved_at": r.approved_at, **r.sire.to_dict()} for r in records])
+            return EXIT_OK
+        for r in records:
+            print(f"{r.sire_id}  {r.state:<8} {r.alias}  subject={r.sire.subject} "
+                  f"excluded={list(r.sire.excluded)}")
+        return EXIT_OK
+    if not args.all and not args.ids:
+        raise UsageError("name SIRE ids to approve, or --all")
+    targets = [r.sire_id for r in store.list_sire(ctx.tenant, state="PROPOSED")] if args.all \
+        else list(args.ids)
+    failures = 0
+    for sire_id in targets:
+        try:
+            record = approve_sire(store, ctx.tenant, sire_id, by=args.by, at=_now())
+            print(f"{record.sire_id} ACTIVE (approved by {record.approved_by})")
+        except (InputRejected, NotFound) as exc:
+            failures += 1
+            print(f"{sire_id} not approved: {exc}", file=sys.stderr)
+    print(f"approved {len(targets) - failures} of {len(targets)}")
+    return EXIT_FAILED if failures else EXIT_OK
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", help="settings file (default: ./affidavit.toml if present)")
+    common.add_argument("--db", help="database file (default: .affidavit/affidavit.db; "
+                                     "env AFFIDAVIT_DB)")
+    common.add_argument("--tenant", help="tenant (default: 'default'; env AFFIDAVIT_TENANT)")
+    reader = argparse.ArgumentParser(add_help=False)
+    reader.add_argument("--as", dest="as_principal", required=True, metavar="PRINCIPAL",
+                        help="who is asking, e.g. user:alice (required: reads fail closed)")
+    as_json = argparse.ArgumentParser(add_help=False)
+    as_json.add_argument("--json", action="store_true", help="print JSON")
+
+    parser = argparse.ArgumentParser(
+        prog="affidavit", parents=[common],
+        description="Governed retrieval-augmented generation: permission-first retrieval, "
+                    "verified claims, a hash-chained ledger.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("init", parents=[common], help="create the database",
+                       description="Create the database and apply migrations.")
+    p.set_defaults(func=cmd_init)
+
+    p = sub.add_parser("ingest", parents=[common, as_json], help="ingest a folder or file",
+                       description="Ingest documents; exit 3 when some were quarantined.")
+    p.add_argument("path", help="a folder (walked recursively) or one file")
+    p.add_argument("--source-system", default="files",
+                   help="name of the source system; part of every document's identity")
+    p.add_argument("--progress", action="store_true", help="show progress even when piped")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("search", parents=[common, reader, as_json], help="search what you may read",
+                       description="Lexical search over the chunks the principal may read.")
+    p.add_argument("query")
+    p.add_argument("--limit", type=int, default=None, help="number of hits (default 10)")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("ask", parents=[common, reader, as_json], help="a governed, cited answer",
+                       description="Answer from evidence the principal may read; every answer "
+                                   "is verified and recorded in the ledger first.")
+    p.add_argument("question")
+    p.add_argument("--role", choices=["authoritative", "advisory"], default=None)
+    p.set_defaults(func=cmd_ask)
+
+    _add_ledger(sub, common, reader, as_json)
+    _add_authz(sub, common, as_json)
+    _add_sire(sub, common, as_json)
+
+    p = sub.add_parser("demo", parents=[as_json], help="run the bundled example end to end",
+                       description="Ingest the bundled example corpus into a temporary "
+                                   "database and answer a question with citations.")
+    p.add_argument("question", nargs="?", default=None)
+    p.add_argument("--as", dest="as_principal", default=None, metavar="PRINCIPAL")
+    return parser
+
+
+def _add_ledger(sub: Any, common: Any, reader: Any, as_json: Any) -> None:
+    p = sub.add_parser("ledger", help="read and verify the claim ledger",
+                       description="Read and verify the claim ledger.")
+    lsub = p.add_subparsers(dest="ledger_action", required=True, metavar="ACTION")
+    q = lsub.add_parser("show", parents=[common, reader, as_json], help="show one record",
+                        description="Show a record; evidence you may not read is withheld.")
+    q.add_argument("record_id", help="ledger record id or request id")
+    q.set_defaults(func=cmd_ledger_show)
+    q = lsub.add_parser("verify", parents=[common, as_json], help="verify the hash chain",
+                        description="Verify every record's hash chain; exit 1 if broken.")
+    q.set_defaults(func=cmd_ledger_verify)
+
+
+def _add_authz(sub: Any, common: Any, as_json: Any) -> None:
+    p = sub.add_parser("authz", help="relationship tuples and label grants",
+                       description="Manage tuples (object#relation@subject) and label grants.")
+    asub = p.add_subparsers(dest="authz_action", required=True, metavar="ACTION")
+    for name, text in (("add", "add a tuple"), ("remove", "remove a tuple")):
+        q = asub.add_parser(name, parents=[common], help=text, description=text.capitalize())
+        q.add_argument("tuple", help="e.g. group:finance#member@user:alice")
+        q.set_defaults(func=cmd_authz)
+    for name, text in (("grant", "grant labels"), ("revoke", "revoke labels")):
+        q = asub.add_parser(name, parents=[common], help=f"{text} to a subject",
+                            description=f"{text.capitalize()} (independent grants, never a "
+                                        "hierarchy; PUBLIC is always granted).")
+        q.add_argument("subject", help="e.g. group:hr#member or user:alice")
+        q.add_argument("labels", nargs="+", metavar="LABEL")
+        q.set_defaults(func=cmd_authz)
+    q = asub.add_parser("list", parents=[common, as_json], help="list tuples and grants",
+                        description="List tuples and grants from settings and the store.")
+    q.set_defaults(func=cmd_authz)
+
+
+def _add_sire(sub: Any, common: Any, as_json: Any) -> None:
+    p = sub.add_parser("sire", help="SIRE identity proposals and approval",
+                       description="List and approve SIRE proposals (PROPOSED -> ACTIVE).")
+    ssub = p.add_subparsers(dest="sire_action", required=True, metavar="ACTION")
+    q = ssub.add_parser("list", parents=[common, as_json], help="list SIRE records",
+                        description="List SIRE records of head document versions.")
+    q.add_argument("--state", choices=["PROPOSED", "APPROVED", "ACTIVE"], default=None)
+    q.set_defaults(func=cmd_sire)
+    q = ssub.add_parser("approve", parents=[common], help="approve proposals",
+                        description="Approve proposals; they become ACTIVE, recorded with who "
+                                    "approved them and when.")
+    q.add_argument("ids", nargs="*", metavar="ID")
+    q.add_argument("--all", action="store_true", help="approve every PROPOSED record")
+    q.add_argument("--by", required=True, help="who approves (recorded)")
+    q.set_defaults(func=cmd_sire)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        from affidavit.demo import run_demo
+
+        try:
+            return run_demo(question=args.question, principal=args.as_principal,
+                            as_json=args.json)
+        except AffidavitError as exc:
+            print(f"affidavit: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+    try:
+        ctx = Context(args)
+    except AffidavitError as exc:
+        print(f"affidavit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(args.func(ctx))
+    except (UsageError, AuthorizationError, InputRejected) as exc:
+        print(f"affidavit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except AffidavitError as exc:
+        print(f"affidavit: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        ctx.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

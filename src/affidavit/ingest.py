@@ -1,0 +1,265 @@
+"""An ingestion run: source → fetch → extract → classify → identify → chunk → index → commit.
+
+Each document version is derived completely in memory and then written in one store
+transaction, so a failure at any point leaves it either fully committed or absent. A
+document that cannot be processed is quarantined with a reason code and the run continues.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+from typing import Any
+
+from affidavit.authz.tuples import parse_subject
+from affidavit.chunking import chunk_document
+from affidavit.classify import SensitivityPolicy, build_segments, classify_paragraphs
+from affidavit.config import Settings
+from affidavit.errors import AffidavitError, InputRejected
+from affidavit.extract import extract
+from affidavit.identity import SireInputs, propose_sire, version_id_for, witness_for
+from affidavit.index import Tokenizer, term_frequencies
+from affidavit.records import (
+    SCHEMA_VERSION,
+    Chunk,
+    ChunkDraft,
+    DocumentMetadata,
+    ExtractedDocument,
+    RawBlob,
+    SourceDocument,
+    canonical_json,
+    node_id_for,
+    sha256_hex,
+    stable_hash,
+)
+from affidavit.sources import Transport
+from affidavit.store.base import QuarantineRecord, Store, VersionBundle
+
+RESOLVER_VERSION = "1"
+NO_MODEL = "none"
+
+INGESTED, UNCHANGED, QUARANTINED = "ingested", "unchanged", "quarantined"
+
+
+@dataclass
+class DocumentOutcome:
+    alias: str
+    source_id: str
+    status: str
+    reason_code: str | None = None
+    message: str | None = None
+    chunks: int = 0
+    node_id: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    status: str = "RUNNING"
+    outcomes: list[DocumentOutcome] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def chunks_written(self) -> int:
+        return sum(o.chunks for o in self.outcomes if o.status == INGESTED)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "ingested": self.count(INGESTED),
+            "unchanged": self.count(UNCHANGED),
+            "quarantined": [
+                {"alias": o.alias, "source_id": o.source_id, "reason_code": o.reason_code,
+                 "message": o.message}
+                for o in self.outcomes if o.status == QUARANTINED
+            ],
+            "chunks_written": self.chunks_written,
+            "warnings": [f"{o.alias}: {w}" for o in self.outcomes for w in o.warnings],
+        }
+
+
+ProgressCallback = Callable[[int, DocumentOutcome], None]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def policy_epoch(settings: Settings, tokenizer: Tokenizer) -> str:
+    """Everything that changes derived artifacts when it changes."""
+    data = {
+        "sensitivity": settings.to_dict()["sensitivity"],
+        "chunking": settings.to_dict()["chunking"],
+        "acl_default": list(settings.acl.default),
+        "sire": settings.to_dict()["sire"],
+        "tokenizer": tokenizer.signature,
+        "ingest": settings.to_dict()["ingest"],
+    }
+    return stable_hash("policy-epoch", canonical_json(data))[:16]
+
+
+class Ingestor:
+    """Runs ingestion for one tenant against one store."""
+
+    def __init__(self, store: Store, settings: Settings, *, tenant: str | None = None):
+        self.store = store
+        self.settings = settings
+        self.tenant = tenant or settings.tenant
+        self.policy = SensitivityPolicy.from_settings(settings.sensitivity)
+        lex = settings.lexical
+        self.tokenizer = Tokenizer(lex.language, lex.stem, lex.stop_words)
+        self.epoch = policy_epoch(settings, self.tokenizer)
+
+    def run(self, sources: Iterable[Transport], *,
+            progress: ProgressCallback | None = None) -> RunSummary:
+        summary = RunSummary(run_id="run-" + uuid.uuid4().hex[:16])
+        self.store.start_run(self.tenant, summary.run_id, at=_now(),
+                             params_json=canonical_json({"epoch": self.epoch}))
+        try:
+            for source in sources:
+                for document in source.list_documents():
+                    outcome = self.ingest_one(document, summary.run_id)
+                    summary.outcomes.append(outcome)
+                    if progress is not None:
+                        progress(len(summary.outcomes), outcome)
+        except BaseException:
+            summary.status = "FAILED"
+            self._finish(summary)
+            raise
+        summary.status = "DEGRADED" if summary.count(QUARANTINED) else "COMPLETED"
+        self._finish(summary)
+        return summary
+
+    def _finish(self, summary: RunSummary) -> None:
+        self.store.finish_run(self.tenant, summary.run_id, status=summary.status, at=_now(),
+                              summary_json=canonical_json(summary.to_dict()))
+
+    def ingest_one(self, document: SourceDocument, run_id: str) -> DocumentOutcome:
+        try:
+            if document.rejection is not None:
+                raise InputRejected(*document.rejection)
+            return self._derive_and_commit(document, run_id)
+        except InputRejected as exc:
+            outcome = DocumentOutcome(document.alias, document.source_id, QUARANTINED,
+                                      exc.reason_code, exc.detail)
+        except AffidavitError as exc:
+            outcome = DocumentOutcome(document.alias, document.source_id, QUARANTINED,
+                                      "PROCESSING_FAILED", str(exc))
+        self.store.record_quarantine(self.tenant, QuarantineRecord(
+            run_id, document.alias, document.source_id, outcome.reason_code or "",
+            outcome.message or "", _now()))
+        return outcome
+
+    def _derive_and_commit(self, document: SourceDocument, run_id: str) -> DocumentOutcome:
+        extracted = extract(document.content, filename=document.alias,
+                            limits=self.settings.ingest)
+        metadata = _merge_metadata(extracted.metadata, document.metadata)
+        source_id = metadata.source_id or document.source_id
+        node_id = node_id_for(document.source_system, source_id)
+        outcome = DocumentOutcome(document.alias, source_id, INGESTED, node_id=node_id)
+        acl = self._acl_for(metadata, outcome)
+        raw_digest = sha256_hex(document.content)
+        witness = witness_for(raw_digest, policy_epoch=self.epoch, schema_version=SCHEMA_VERSION,
+                              resolver_version=RESOLVER_VERSION, model_id=NO_MODEL,
+                              prompt_hash=NO_MODEL)
+        metadata_json = canonical_json({**metadata.to_dict(), "source_id": source_id,
+                                        "acl": list(acl)})
+        fingerprint = stable_hash("fingerprint", raw_digest, metadata_json, witness)
+        head = self.store.head(self.tenant, node_id)
+        if head is not None and head.fingerprint == fingerprint:
+            outcome.status = UNCHANGED
+            return outcome
+        version_id = version_id_for(node_id, raw_digest, stable_hash(metadata_json), witness)
+        bundle = self._bundle(document, extracted, metadata, source_id, node_id, version_id,
+                              acl, raw_digest, witness, metadata_json, fingerprint, run_id)
+        self.store.commit_version(bundle)
+        outcome.chunks = len(bundle.chunks)
+        return outcome
+
+    def _acl_for(self, metadata: DocumentMetadata, outcome: DocumentOutcome) -> tuple[str, ...]:
+        subjects = metadata.acl if metadata.acl is not None else self.settings.acl.default
+        acl = tuple(sorted({parse_subject(s) for s in subjects}))
+        if not acl:
+            outcome.warnings.append(
+                "no acl in its metadata and no [acl] default configured: nobody can read it")
+        return acl
+
+    def _bundle(self, document: SourceDocument, extracted: ExtractedDocument,
+                metadata: DocumentMetadata, source_id: str, node_id: str, version_id: str,
+                acl: tuple[str, ...], raw_digest: str, witness: str, metadata_json: str,
+                fingerprint: str, run_id: str) -> VersionBundle:
+        declared = metadata.classification.upper() if metadata.classification else None
+        labels = classify_paragraphs(extracted, policy=self.policy, declared=declared,
+                                     path=document.alias)
+        segments = build_segments(extracted, labels)
+        drafts = chunk_document(extracted, segments, settings=self.settings.chunking)
+        title = metadata.title or extracted.title or PurePosixPath(document.alias).name
+        chunks = tuple(self._chunk(d, node_id, version_id, document.alias, witness)
+                       for d in drafts)
+        postings: dict[str, tuple[tuple[str, int], ...]] = {}
+        lengths: dict[str, int] = {}
+        for chunk in chunks:
+            tokens = self.tokenizer.tokenize(chunk.text)
+            postings[chunk.chunk_id] = tuple(sorted(term_frequencies(tokens).items()))
+            lengths[chunk.chunk_id] = len(tokens)
+        sire = propose_sire(
+            SireInputs(oracle_id=metadata.oracle_id, title=title, frameworks=metadata.frameworks,
+                       source_id=source_id),
+            extracted.text, self.settings.sire)
+        now = _now()
+        paragraphs = {p.index: p for p in extracted.paragraphs}
+        return VersionBundle(
+            tenant=self.tenant, node_id=node_id, version_id=version_id, fingerprint=fingerprint,
+            blob=RawBlob(raw_digest, document.content, document.source_system, source_id,
+                         document.source_rev, now),
+            alias=document.alias, title=title, metadata_json=metadata_json,
+            declared_label=declared, normalized_text=extracted.text,
+            paragraph_labels=tuple((pl, paragraphs[pl.index].start, paragraphs[pl.index].end)
+                                   for pl in labels),
+            chunks=chunks, postings=postings, chunk_lengths=lengths, acl_tokens=acl, sire=sire,
+            witness=witness, run_id=run_id, created_at=now,
+        )
+
+    @staticmethod
+    def _chunk(draft: ChunkDraft, node_id: str, version_id: str, alias: str,
+               witness: str) -> Chunk:
+        chunk_id = stable_hash("chunk", version_id, json.dumps(list(draft.heading_path)),
+                               str(draft.start), str(draft.end))[:32]
+        return Chunk(
+            chunk_id=chunk_id, node_id=node_id, version_id=version_id, ordinal=draft.ordinal,
+            start=draft.start, end=draft.end, text=draft.text, label=draft.label,
+            heading_path=draft.heading_path, locator=locator_for(alias, draft), witness=witness,
+        )
+
+
+_GUARDED_FIELDS = ("source_id", "acl", "classification")
+
+
+def _merge_metadata(front: DocumentMetadata, sidecar: DocumentMetadata) -> DocumentMetadata:
+    """Front matter over sidecar; where both set identity or access, they must agree."""
+    front_data, sidecar_data = front.to_dict(), sidecar.to_dict()
+    for key in _GUARDED_FIELDS:
+        a, b = front_data[key], sidecar_data[key]
+        if a is not None and b is not None and a != b:
+            raise InputRejected("CONFLICTING_METADATA",
+                                f"front matter and sidecar disagree on {key!r}")
+    return front.merged_over(sidecar)
+
+
+def locator_for(alias: str, draft: ChunkDraft) -> str:
+    """Where a chunk sits in its source, for people: path, page, heading trail, offsets."""
+    parts = [alias]
+    if draft.page is not None:
+        parts.append(f"p. {draft.page}")
+    if draft.heading_path:
+        parts.append(" > ".join(draft.heading_path))
+    parts.append(f"chars {draft.start}-{draft.end}")
+    return " | ".join(parts)

@@ -1,0 +1,232 @@
+"""The query path: authz context → retrieve → gates → compile → generate → verify → gate →
+ledger → response.
+
+:class:`Engine` is the library's front door; the CLI and the HTTP service are thin shells
+around it. No answer leaves :meth:`Engine.ask` unless its ledger record was persisted first.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from affidavit.answer import (
+    EvidenceItem,
+    ExtractiveProvider,
+    GateDecision,
+    GuardedProvider,
+    LLMProvider,
+    ProviderRequest,
+    RestrictedGuard,
+    compile_prompt,
+    decide,
+    extract_claims,
+    governed_refusal,
+    load_template,
+    strip_fabricated,
+    strip_think_blocks,
+    verify_claims,
+)
+from affidavit.authz import Authorizer, StoreAuthorizer
+from affidavit.config import RESTRICTED, Settings
+from affidavit.errors import AuthorizationError, ProviderError, RestrictedContentError
+from affidavit.ledger.record import LedgerWriter
+from affidavit.records import AuthzContext, ScoredChunk, canonical_json, stable_hash
+from affidavit.retrieval import LexicalRetriever, restricted_exit, sire_gate
+from affidavit.retrieval.scope import check_scope
+from affidavit.store.base import Store
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    chunk_id: str
+    doc_id: str
+    source_id: str
+    title: str
+    text: str
+    label: str
+    score: float
+    locator: str
+    sire_active: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk_id, "doc_id": self.doc_id, "source_id": self.source_id,
+            "title": self.title, "text": self.text, "label": self.label, "score": self.score,
+            "locator": self.locator, "sire_active": self.sire_active,
+        }
+
+
+@dataclass
+class AskResult:
+    request_id: str
+    output_state: str
+    answer: str
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    ledger_record_id: str = ""
+    ledger_record_hash: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "request_id": self.request_id, "output_state": self.output_state,
+            "answer": self.answer, "claims": self.claims, "citations": self.citations,
+            "reasons": self.reasons, "ledger_record_id": self.ledger_record_id,
+            "ledger_record_hash": self.ledger_record_hash,
+        }
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def config_version(settings: Settings) -> str:
+    data = settings.to_dict()
+    data.pop("source_file", None)
+    return stable_hash("config", canonical_json(data))[:16]
+
+
+class Engine:
+    """Search and answer for one tenant, as a given principal, from one store."""
+
+    def __init__(self, store: Store, settings: Settings, *, tenant: str | None = None,
+                 authorizer: Authorizer | None = None, provider: LLMProvider | None = None):
+        self.store = store
+        self.settings = settings
+        self.tenant = tenant or settings.tenant
+        self.authorizer = authorizer or StoreAuthorizer(store, settings)
+        self.provider: LLMProvider = provider or ExtractiveProvider(
+            max_sentences=settings.answer.max_answer_sentences)
+        self.retriever = LexicalRetriever.from_settings(store, settings.lexical)
+        self.template = load_template(settings.answer.template)
+        self.ledger = LedgerWriter(store)
+
+    # ------------------------------------------------------------------ search
+    def authz_context(self, principal: str | None) -> AuthzContext:
+        return self.authorizer.context_for(self.tenant, principal)
+
+    def search(self, principal: str | None, query: str, *, limit: int | None = None
+               ) -> list[SearchHit]:
+        """Chunks the principal may read, best first. Fails closed without a context."""
+        authz = self.authz_context(principal)
+        hits = self.retriever.search(authz, query, limit=limit or self.settings.retrieval.top_k)
+        active = self.store.active_sire(self.tenant, [h.chunk.version_id for h in hits])
+        return [self._hit(h, h.chunk.version_id in active) for h in hits]
+
+    @staticmethod
+    def _hit(scored: ScoredChunk, sire_active: bool) -> SearchHit:
+        c = scored.chunk
+        return SearchHit(c.chunk_id, c.node_id, scored.doc_source_id, scored.title, c.text,
+                         c.label, scored.score, c.locator, sire_active)
+
+    # ------------------------------------------------------------------ ask
+    def ask(self, principal: str | None, question: str, *, role: str | None = None
+            ) -> AskResult:
+        """A governed, verified, ledgered answer. Every failure closes, and is recorded."""
+        trace = _Trace(request_id="req-" + uuid.uuid4().hex[:20], question=question,
+                       principal=principal or "", role=role or self.settings.answer.role)
+        trace.record["config_version"] = config_version(self.settings)
+        scope = check_scope(question, self.settings.scope.out_of_scope_entities)
+        if scope.refused:
+            return self._refuse(trace, "OUT_OF_SCOPE_ENTITY:" + ",".join(scope.entities))
+        try:
+            authz = self.authz_context(principal)
+        except AuthorizationError as exc:
+            return self._refuse(trace, f"AUTHORIZATION_FAILED: {exc}")
+        trace.record["authz"] = authz.to_dict()
+        candidates = self.retriever.search(authz, question,
+                                           limit=self.settings.retrieval.candidates)
+        trace.record["retrieved"] = [
+            {"chunk_id": c.chunk.chunk_id, "score": c.score, "label": c.chunk.label}
+            for c in candidates]
+        return self._answer(trace, candidates)
+
+    def _answer(self, trace: _Trace, candidates: list[ScoredChunk]) -> AskResult:
+        active = self.store.active_sire(self.tenant, [c.chunk.version_id for c in candidates])
+        sire = sire_gate(candidates, active)
+        context = restricted_exit(sire.kept, limit=self.settings.answer.max_evidence)
+        trace.record["gates"] = [sire.to_dict(), context.to_dict()]
+        trace.record["sire"] = {
+            r.version_id: {"sire_id": r.sire_id, **r.sire.to_dict()}
+            for r in sorted(active.values(), key=lambda r: r.version_id)}
+        evidence = [EvidenceItem(src=c.chunk.src, chunk_id=c.chunk.chunk_id,
+                                 node_id=c.chunk.node_id, title=c.title, locator=c.chunk.locator,
+                                 text=c.chunk.text, label=c.chunk.label,
+                                 heading_path=c.chunk.heading_path) for c in context.kept]
+        prompt = compile_prompt(trace.question, evidence, role=trace.role,
+                                template=self.template)
+        trace.record["prompt"] = {"template_version": prompt.template_version,
+                                  "prompt_hash": prompt.prompt_hash, "text": prompt.text,
+                                  "zones": [list(z) for z in prompt.zones]}
+        restricted = [c.chunk.text for c in candidates if c.chunk.label.upper() == RESTRICTED]
+        guarded = GuardedProvider(self.provider, RestrictedGuard(restricted))
+        trace.record["provider"] = {"name": self.provider.name, "model_id": self.provider.model_id}
+        if not evidence:
+            return self._refuse(trace, "NO_EVIDENCE")
+        try:
+            response = guarded.generate(ProviderRequest(
+                prompt=prompt, max_sentences=self.settings.answer.max_answer_sentences))
+        except RestrictedContentError as exc:
+            return self._refuse(trace, f"RESTRICTED_GUARD: {exc}")
+        except ProviderError as exc:
+            return self._refuse(trace, f"PROVIDER_FAILED: {exc}")
+        return self._verify_and_emit(trace, prompt.evidence, response.text)
+
+    def _verify_and_emit(self, trace: _Trace, evidence: tuple[EvidenceItem, ...],
+                         raw: str) -> AskResult:
+        trace.record["raw_response"] = raw
+        by_src = {e.src: e for e in evidence}
+        answer, stripped = strip_fabricated(strip_think_blocks(raw), by_src.keys())
+        claims = extract_claims(answer)
+        verdicts = verify_claims(claims, by_src, threshold=self.settings.answer.support_threshold)
+        decision = decide(verdicts, role=trace.role, evidence_count=len(evidence),
+                          stripped_citations=stripped)
+        claim_dicts = [{
+            "index": v.claim.index, "text": v.claim.text, "start": v.claim.start,
+            "end": v.claim.end, "status": v.status, "support": v.support,
+            "contradicted": v.contradicted, "citations": list(v.claim.citations),
+            "atoms": [{"kind": a.kind, "text": a.text, "value": a.value} for a in v.claim.atoms],
+            "reasons": list(v.reasons),
+            "layers": {name: {"available": layer.available, "score": layer.score,
+                              "detail": layer.detail} for name, layer in sorted(v.layers.items())},
+        } for v in verdicts]
+        cited = sorted({src for v in verdicts for src in v.claim.citations if src in by_src})
+        citations = [{"src": src, "doc_id": by_src[src].node_id,
+                      "chunk_id": by_src[src].chunk_id, "title": by_src[src].title,
+                      "locator": by_src[src].locator} for src in cited]
+        blocked = decision.output_state == "BLOCKED"
+        final = governed_refusal(decision) if blocked or not claims else answer
+        trace.record.update({"stripped_citations": list(stripped), "claims": claim_dicts,
+                             "gate_reasons": list(decision.reasons)})
+        return self._emit(trace, decision.output_state, final,
+                          [] if blocked else claim_dicts, [] if blocked else citations,
+                          list(decision.reasons))
+
+    def _refuse(self, trace: _Trace, reason: str) -> AskResult:
+        state = "REQUIRES_SPEC" if reason == "NO_EVIDENCE" else "BLOCKED"
+        decision = GateDecision(output_state=state, reasons=(reason,))
+        return self._emit(trace, state, governed_refusal(decision), [], [], [reason])
+
+    def _emit(self, trace: _Trace, state: str, answer: str, claims: list[dict[str, Any]],
+              citations: list[dict[str, Any]], reasons: list[str]) -> AskResult:
+        trace.record.update({"output_state": state, "answer": answer, "citations": citations,
+                             "reasons": reasons})
+        entry = self.ledger.append(self.tenant, trace.request_id, trace.record)
+        return AskResult(trace.request_id, state, answer, claims, citations, reasons,
+                         entry.record_id, entry.record_hash)
+
+
+@dataclass
+class _Trace:
+    request_id: str
+    question: str
+    principal: str
+    role: str
+    record: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.record.update({"request_id": self.request_id, "query": self.question,
+                            "principal": self.principal, "role": self.role})

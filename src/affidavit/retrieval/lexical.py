@@ -1,0 +1,50 @@
+"""Governed lexical retrieval: BM25 with the authz filter inside the scoring query."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from affidavit.config import LexicalSettings
+from affidavit.errors import AuthorizationError
+from affidavit.index import Tokenizer, idf
+from affidavit.records import AuthzContext, ScoredChunk
+from affidavit.store.base import Store
+
+
+@dataclass(frozen=True)
+class LexicalRetriever:
+    """Scores a query against one tenant's head chunks that the caller may read."""
+
+    store: Store
+    settings: LexicalSettings
+    tokenizer: Tokenizer
+
+    @classmethod
+    def from_settings(cls, store: Store, settings: LexicalSettings) -> LexicalRetriever:
+        return cls(store, settings, Tokenizer(settings.language, settings.stem,
+                                              settings.stop_words))
+
+    def search(self, authz: AuthzContext | None, query: str, *, limit: int) -> list[ScoredChunk]:
+        """Top ``limit`` readable chunks by BM25; ties broken by chunk id."""
+        if authz is None:
+            raise AuthorizationError("no authorization context: retrieval refused")
+        terms = sorted(set(self.tokenizer.tokenize(query)))
+        stats = self.store.lexical_stats(authz.tenant)
+        if not terms or stats.n_chunks == 0:
+            return []
+        dfs = self.store.document_frequencies(authz.tenant, terms)
+        # Statistics are the tenant's, not the caller's: the filter removes, never reorders.
+        term_idf = {t: idf(stats.n_chunks, df) for t, df in dfs.items() if df > 0}
+        hits = self.store.lexical_search(authz, term_idf, k1=self.settings.k1, b=self.settings.b,
+                                         avg_length=stats.avg_length, limit=limit)
+        records = {r.chunk.chunk_id: r for r in
+                   self.store.get_chunks(authz, [h.chunk_id for h in hits])}
+        out: list[ScoredChunk] = []
+        for rank, hit in enumerate(hits, start=1):
+            record = records.get(hit.chunk_id)
+            if record is None:  # vanished between the two reads: never show it
+                continue
+            out.append(ScoredChunk(chunk=record.chunk, title=record.title,
+                                   doc_source_id=record.source_id, score=hit.score,
+                                   lexical_rank=rank, lexical_score=hit.score))
+        return out
