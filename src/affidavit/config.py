@@ -53,6 +53,38 @@ class IngestSettings:
     max_nesting_depth: int = 64
     parse_timeout_seconds: float = 30.0
     follow_symlinks: bool = False
+    # archives (DOCX is a zip) and paged formats
+    max_decompressed_bytes: int = 100 * 1024 * 1024
+    max_archive_entries: int = 10_000
+    max_compression_ratio: float = 100.0
+    max_pages: int = 5_000
+    # transient transport failures: tries before a document is quarantined
+    fetch_attempts: int = 3
+    fetch_backoff_seconds: float = 0.5
+
+
+@dataclass(frozen=True)
+class HttpsSettings:
+    """Fetching over HTTPS. TLS is verified; private addresses are refused unless allowed."""
+
+    ca_bundle: str = ""
+    timeout_seconds: float = 30.0
+    max_redirects: int = 5
+    # CIDR blocks or host names that may be fetched although private/loopback/link-local
+    allow_networks: tuple[str, ...] = ()
+    user_agent: str = "affidavit"
+
+
+@dataclass(frozen=True)
+class SftpSettings:
+    """Fetching over SFTP. Host keys are checked against known_hosts."""
+
+    known_hosts: str = "~/.ssh/known_hosts"
+    check_host_keys: bool = True
+    username: str = ""
+    password_env: str = ""
+    key_file: str = ""
+    timeout_seconds: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -118,9 +150,43 @@ class ScopeSettings:
 
 
 @dataclass(frozen=True)
+class VectorSettings:
+    """The vector channel: off by default (backend "none")."""
+
+    backend: str = "none"  # none | hash | minilm | openai
+    model_path: str = ""
+    dimensions: int = 256  # for the hash backend
+    batch_size: int = 64
+    compute: str = "ingest"  # ingest | lazy
+    endpoint: str = ""  # openai-compatible embeddings base URL
+    model: str = ""
+    api_key_env: str = ""
+
+
+@dataclass(frozen=True)
 class RetrievalSettings:
     candidates: int = 50
     top_k: int = 10
+    rrf_k: int = 60
+    max_queries: int = 5
+    rerank: bool = False
+    rerank_top_n: int = 10
+    # glossary for the multi-query rewriter: term -> synonyms
+    glossary: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """An OpenAI-compatible server (OpenAI, vLLM, llama.cpp server, Ollama)."""
+
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = "AFFIDAVIT_PROVIDER_API_KEY"
+    timeout_seconds: float = 60.0
+    max_retries: int = 2
+    temperature: float = 0.0
+    logprobs: bool = True
+    stability_draws: int = 0
 
 
 @dataclass(frozen=True)
@@ -128,6 +194,8 @@ class AnswerSettings:
     provider: str = "extractive"
     template: str = "cfpo-v1"
     role: str = "authoritative"
+    # SME-vetted question -> answer entries (TOML or YAML file); empty: no FAQ short-circuit
+    faq_file: str = ""
     max_evidence: int = 8
     max_answer_sentences: int = 4
     support_threshold: float = 0.6
@@ -140,6 +208,8 @@ class Settings:
     tenant: str = "default"
     store: StoreSettings = field(default_factory=StoreSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
+    https: HttpsSettings = field(default_factory=HttpsSettings)
+    sftp: SftpSettings = field(default_factory=SftpSettings)
     sensitivity: SensitivitySettings = field(default_factory=SensitivitySettings)
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     lexical: LexicalSettings = field(default_factory=LexicalSettings)
@@ -149,6 +219,8 @@ class Settings:
     sire: SireSettings = field(default_factory=SireSettings)
     scope: ScopeSettings = field(default_factory=ScopeSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    vectors: VectorSettings = field(default_factory=VectorSettings)
+    provider: ProviderSettings = field(default_factory=ProviderSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     source_file: str | None = None
 
@@ -346,6 +418,15 @@ def _validate(settings: Settings) -> None:
         raise ConfigurationError(
             "need max_chars > 0, 0 <= overlap_chars < max_chars, 0 <= min_chars <= max_chars",
                                  key="chunking", source=source)
+    if settings.vectors.backend not in ("none", "hash", "minilm", "openai"):
+        raise ConfigurationError("must be one of none, hash, minilm, openai",
+                                 key="vectors.backend", source=source)
+    if settings.vectors.compute not in ("ingest", "lazy"):
+        raise ConfigurationError("must be 'ingest' or 'lazy'", key="vectors.compute",
+                                 source=source)
+    if settings.answer.provider not in ("extractive", "openai"):
+        raise ConfigurationError("must be 'extractive' or 'openai'", key="answer.provider",
+                                 source=source)
     if settings.answer.role not in ("authoritative", "advisory"):
         raise ConfigurationError("must be 'authoritative' or 'advisory'", key="answer.role",
                                  source=source)

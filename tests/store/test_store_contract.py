@@ -164,3 +164,24 @@ def test_runs_and_quarantine(store: Store) -> None:
     assert run is not None and run.status == "DEGRADED"
     assert [q.reason_code for q in store.list_quarantine(T, "run-1")] == ["EMPTY_DOCUMENT"]
     assert store.get_run("tenant-b", "run-1") is None
+
+
+def test_vectors_are_searched_only_among_readable_chunks(store: Store) -> None:
+    store.commit_version(bundle("n1", "v1", [("INTERNAL", "a", {"a": 1}),
+                                             ("PII", "b", {"b": 1})]))
+    store.commit_version(bundle("n2", "v2", [("INTERNAL", "c", {"c": 1})],
+                                acl=("group:other#member",)))
+    assert [cid[:5] for cid, _ in store.chunks_missing_vectors(T, "m", 10)] == [
+        "v1-c0", "v1-c1", "v2-c0"]
+    ids = {cid[:5]: cid for cid, _ in store.chunks_missing_vectors(T, "m", 10)}
+    # The hidden chunks are the nearest ones: a post-filtered top-1 would return nothing.
+    store.put_vectors(T, "m", {ids["v1-c0"]: [0.0, 1.0], ids["v1-c1"]: [1.0, 0.0],
+                               ids["v2-c0"]: [1.0, 0.01]})
+    assert store.chunks_missing_vectors(T, "m", 10) == []
+    hits = store.vector_search(STAFF, "m", [1.0, 0.0], limit=1)
+    assert [h.chunk_id for h in hits] == [ids["v1-c0"]]
+    assert store.vector_search(STAFF, "other-model", [1.0, 0.0], limit=5) == []
+    generation = store.corpus_generation(T)
+    store.commit_version(bundle("n1", "v3", [("INTERNAL", "z", {"z": 1})], content=b"new"))
+    assert store.corpus_generation(T) > generation
+    assert ids["v1-c0"] not in store.head_vectors(T, "m")[0]

@@ -77,6 +77,12 @@ class LexicalHit:
 
 
 @dataclass(frozen=True)
+class VectorHit:
+    chunk_id: str
+    score: float  # cosine similarity
+
+
+@dataclass(frozen=True)
 class ChunkRecord:
     """A stored chunk with the facts of its document version."""
 
@@ -191,6 +197,28 @@ class Store(Protocol):
 
     def chunks_with_label(self, tenant: str, chunk_ids: Sequence[str],
                           label: str) -> list[Chunk]: ...
+
+    def corpus_generation(self, tenant: str) -> int:
+        """A counter that changes whenever the served corpus of the tenant changes."""
+        ...
+
+    # ---- vectors (one table per deployment, keyed by model id) -----------------------
+    def chunks_missing_vectors(self, tenant: str, model_id: str,
+                               limit: int) -> list[tuple[str, str]]:
+        """(chunk_id, text) of head chunks that have no vector for ``model_id`` yet."""
+        ...
+
+    def put_vectors(self, tenant: str, model_id: str,
+                    vectors: Mapping[str, Sequence[float]]) -> int: ...
+
+    def vector_search(self, authz: AuthzContext, model_id: str, query: Sequence[float], *,
+                      limit: int) -> list[VectorHit]:
+        """Exact cosine top-``limit`` over the chunks the caller may read (prefiltered)."""
+        ...
+
+    def head_vectors(self, tenant: str, model_id: str) -> tuple[list[str], list[bytes]]:
+        """All head chunk ids with a vector for ``model_id`` and their float32 bytes."""
+        ...
 
     # ---- authorization data --------------------------------------------------------
     def add_tuple(self, tenant: str, rel: RelationTuple, *, at: str) -> bool: ...

@@ -204,4 +204,16 @@ BEGIN SELECT RAISE(ABORT, 'ledger records are append-only'); END;
 CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
 BEGIN SELECT RAISE(ABORT, 'ledger records are append-only'); END;
 """),
+    Migration(2, "vectors_and_generation", """
+-- Vector plane: one float32 vector per (chunk, embedding model); derived and disposable.
+CREATE TABLE vectors (
+    tenant_id TEXT NOT NULL,
+    model_id  TEXT NOT NULL,
+    chunk_id  TEXT NOT NULL,
+    dim       INTEGER NOT NULL,
+    vector    BLOB NOT NULL,
+    PRIMARY KEY (tenant_id, model_id, chunk_id)
+) WITHOUT ROWID;
+ALTER TABLE lexical_stats ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+"""),
 )

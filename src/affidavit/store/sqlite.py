@@ -27,6 +27,7 @@ from affidavit.store.base import (
 )
 from affidavit.store.migrations import SQLITE_MIGRATIONS
 from affidavit.store.sqlite_governance import GovernanceTables
+from affidavit.store.sqlite_vectors import VectorTables, visibility_sql
 
 _CHUNK_COLUMNS = (
     "c.chunk_id, c.node_id, c.version_id, c.ordinal, c.start_offset, c.end_offset, c.text, "
@@ -50,21 +51,7 @@ def _row_chunk(row: Sequence[object]) -> Chunk:
     )
 
 
-def _visibility_clause(authz: AuthzContext) -> tuple[str, list[object]]:
-    """SQL that admits a chunk row ``c`` only for this authorization context."""
-    labels = sorted(authz.granted_labels)
-    tokens = sorted(authz.tokens)
-    if not labels or not tokens:
-        return "0", []
-    clause = (
-        f"c.is_head = 1 AND c.label IN ({_placeholders(len(labels))}) AND EXISTS ("
-        "SELECT 1 FROM acl_tokens a WHERE a.tenant_id = c.tenant_id "
-        f"AND a.version_id = c.version_id AND a.token IN ({_placeholders(len(tokens))}))"
-    )
-    return clause, [*labels, *tokens]
-
-
-class SQLiteStore(GovernanceTables):
+class SQLiteStore(GovernanceTables, VectorTables):
     """The :class:`~affidavit.store.base.Store` on one SQLite file."""
 
     backend = "sqlite"
@@ -134,7 +121,8 @@ class SQLiteStore(GovernanceTables):
 
     def _ensure_tenant(self, conn: sqlite3.Connection, tenant: str) -> None:
         conn.execute("INSERT OR IGNORE INTO tenants VALUES (?, ?)", (tenant, _now()))
-        conn.execute("INSERT OR IGNORE INTO lexical_stats VALUES (?, 0, 0)", (tenant,))
+        conn.execute("INSERT OR IGNORE INTO lexical_stats (tenant_id, n_chunks, total_length) "
+                     "VALUES (?, 0, 0)", (tenant,))
 
     def tenant_exists(self, tenant: str) -> bool:
         return bool(self._read("SELECT 1 FROM tenants WHERE tenant_id = ?", (tenant,)))
@@ -219,8 +207,8 @@ class SQLiteStore(GovernanceTables):
              json.dumps(b.sire.to_dict(), ensure_ascii=False, sort_keys=True), b.created_at))
         total = sum(b.chunk_lengths[c.chunk_id] for c in b.chunks)
         conn.execute("UPDATE lexical_stats SET n_chunks = n_chunks + ?, "
-                     "total_length = total_length + ? WHERE tenant_id = ?",
-                     (len(b.chunks), total, t))
+                     "total_length = total_length + ?, generation = generation + 1 "
+                     "WHERE tenant_id = ?", (len(b.chunks), total, t))
 
     def _move_head(self, conn: sqlite3.Connection, tenant: str, node_id: str,
                    version_id: str | None, raw_digest: str | None, run_id: str,
@@ -250,11 +238,15 @@ class SQLiteStore(GovernanceTables):
             "DELETE FROM postings WHERE tenant_id = ? AND chunk_id IN "
             "(SELECT chunk_id FROM chunks WHERE tenant_id = ? AND version_id = ?)",
             (tenant, tenant, version_id))
+        conn.execute(
+            "DELETE FROM vectors WHERE tenant_id = ? AND chunk_id IN "
+            "(SELECT chunk_id FROM chunks WHERE tenant_id = ? AND version_id = ?)",
+            (tenant, tenant, version_id))
         conn.execute("UPDATE chunks SET is_head = 0 WHERE tenant_id = ? AND version_id = ?",
                      (tenant, version_id))
         conn.execute("UPDATE lexical_stats SET n_chunks = n_chunks - ?, "
-                     "total_length = total_length - ? WHERE tenant_id = ?",
-                     (stats[0], stats[1], tenant))
+                     "total_length = total_length - ?, generation = generation + 1 "
+                     "WHERE tenant_id = ?", (stats[0], stats[1], tenant))
 
     def version_metadata(self, tenant: str, version_id: str) -> str | None:
         rows = self._read("SELECT metadata_json FROM versions WHERE tenant_id = ? "
@@ -273,6 +265,10 @@ class SQLiteStore(GovernanceTables):
         return True
 
     # ------------------------------------------------------------------ retrieval
+    def corpus_generation(self, tenant: str) -> int:
+        rows = self._read("SELECT generation FROM lexical_stats WHERE tenant_id = ?", (tenant,))
+        return int(str(rows[0][0])) if rows else 0
+
     def lexical_stats(self, tenant: str) -> LexicalStats:
         rows = self._read("SELECT n_chunks, total_length FROM lexical_stats WHERE tenant_id = ?",
                           (tenant,))
@@ -295,7 +291,7 @@ class SQLiteStore(GovernanceTables):
         terms = sorted(term_idf)
         if not terms or avg_length <= 0 or limit <= 0:
             return []
-        visible, visible_params = _visibility_clause(authz)
+        visible, visible_params = visibility_sql(authz)
         values = ",".join("(?, ?)" for _ in terms)
         sql = (
             f"WITH q(term, idf) AS (VALUES {values}) "
@@ -315,7 +311,7 @@ class SQLiteStore(GovernanceTables):
         ids = sorted(set(chunk_ids))
         if not ids:
             return []
-        visible, visible_params = _visibility_clause(authz)
+        visible, visible_params = visibility_sql(authz)
         rows = self._read(
             f"SELECT {_CHUNK_COLUMNS}, v.title, v.alias, n.source_id, n.source_system, c.is_head "
             "FROM chunks c JOIN versions v ON v.tenant_id = c.tenant_id "
