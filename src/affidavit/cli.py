@@ -97,8 +97,10 @@ def cmd_ingest(ctx: Context) -> int:
                                max_document_bytes=ctx.settings.ingest.max_document_bytes,
                                follow_symlinks=ctx.settings.ingest.follow_symlinks)
     show = not args.quiet and (args.progress or sys.stderr.isatty())
+    # A folder is a full listing: what disappeared from it since its last ingest is withdrawn.
+    listing = None if (path.is_file() or args.partial) else f"local:{path.resolve()}"
     summary = Ingestor(store, ctx.settings, tenant=ctx.tenant).run(
-        [source], progress=_progress(None) if show else None)
+        [source], progress=_progress(None) if show else None, listing=listing)
     data = summary.to_dict()
     if args.json:
         _print_json(data)
@@ -108,9 +110,65 @@ def cmd_ingest(ctx: Context) -> int:
               f"chunks written {data['chunks_written']}")
         for q in data["quarantined"]:
             print(f"  quarantined {q['alias']}: {q['reason_code']} - {q['message']}")
+        for alias in data["withdrawn"]:
+            print(f"  withdrawn (gone from the source): {alias}")
         for warning in data["warnings"]:
             print(f"  warning: {warning}")
     return EXIT_QUARANTINED if data["quarantined"] else EXIT_OK
+
+
+def cmd_runs(ctx: Context) -> int:
+    store = ctx.store()
+    if ctx.args.runs_action == "show":
+        run = store.get_run(ctx.tenant, ctx.args.run_id)
+        if run is None:
+            raise NotFound(f"no run {ctx.args.run_id}")
+        data = {"run_id": run.run_id, "status": run.status, "started_at": run.started_at,
+                "finished_at": run.finished_at, "summary": json.loads(run.summary_json),
+                "quarantined": [q.__dict__ for q in store.list_quarantine(ctx.tenant, run.run_id)]}
+        if ctx.args.json:
+            _print_json(data)
+        else:
+            print(f"{run.run_id}  {run.status}  {run.started_at} -> {run.finished_at}")
+            for q in data["quarantined"]:
+                print(f"  quarantined {q['alias']}: {q['reason_code']} - {q['message']}")
+        return EXIT_OK
+    runs = store.list_runs(ctx.tenant, limit=ctx.args.limit)
+    if ctx.args.json:
+        _print_json([{"run_id": r.run_id, "status": r.status, "started_at": r.started_at,
+                      "finished_at": r.finished_at} for r in runs])
+        return EXIT_OK
+    for r in runs:
+        summary = json.loads(r.summary_json)
+        counts = (f"ingested {summary.get('ingested', 0)}, unchanged {summary.get('unchanged', 0)}"
+                  f", quarantined {len(summary.get('quarantined', []))}") if summary else ""
+        print(f"{r.run_id}  {r.status:<9} {r.started_at}  {counts}")
+    return EXIT_OK
+
+
+def cmd_quarantine(ctx: Context) -> int:
+    store, args = ctx.store(), ctx.args
+    records = store.list_quarantine(ctx.tenant, getattr(args, "run_id", None))
+    if args.quarantine_action == "release":
+        if not store.release_quarantine(ctx.tenant, args.run_id, args.alias, by=args.by,
+                                        at=_now()):
+            raise NotFound(f"no unreleased quarantine entry {args.alias} in {args.run_id}")
+        print(f"released {args.alias} from {args.run_id} (by {args.by}); the next ingest of its "
+              "source tries it again")
+        return EXIT_OK
+    if args.quarantine_action == "show":
+        records = [r for r in records if r.alias == args.alias]
+        if not records:
+            raise NotFound(f"no quarantine entry {args.alias} in {args.run_id}")
+    elif not args.all:
+        records = [r for r in records if r.released_by is None]
+    if args.json:
+        _print_json([r.__dict__ for r in records])
+        return EXIT_OK
+    for r in records:
+        released = f"  released by {r.released_by}" if r.released_by else ""
+        print(f"{r.run_id}  {r.alias}  {r.reason_code}: {r.message}{released}")
+    return EXIT_OK
 
 
 def cmd_search(ctx: Context) -> int:
@@ -287,7 +345,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="name of the source system; part of every document's identity")
     p.add_argument("--progress", action="store_true", help="show progress even when piped")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--partial", action="store_true",
+                   help="not a full listing: do not withdraw documents missing from it")
     p.set_defaults(func=cmd_ingest)
+
+    _add_runs(sub, common, as_json)
 
     p = sub.add_parser("search", parents=[common, reader, as_json], help="search what you may read",
                        description="Lexical search over the chunks the principal may read.")
@@ -312,6 +374,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question", nargs="?", default=None)
     p.add_argument("--as", dest="as_principal", default=None, metavar="PRINCIPAL")
     return parser
+
+
+def _add_runs(sub: Any, common: Any, as_json: Any) -> None:
+    p = sub.add_parser("runs", help="ingestion runs", description="List and show ingestion runs.")
+    rsub = p.add_subparsers(dest="runs_action", required=True, metavar="ACTION")
+    q = rsub.add_parser("list", parents=[common, as_json], help="recent runs",
+                        description="Recent ingestion runs, newest first.")
+    q.add_argument("--limit", type=int, default=20)
+    q.set_defaults(func=cmd_runs)
+    q = rsub.add_parser("show", parents=[common, as_json], help="one run",
+                        description="One run with its summary and quarantined documents.")
+    q.add_argument("run_id")
+    q.set_defaults(func=cmd_runs)
+    p = sub.add_parser("quarantine", help="quarantined documents",
+                       description="Review quarantined documents.")
+    qsub = p.add_subparsers(dest="quarantine_action", required=True, metavar="ACTION")
+    q = qsub.add_parser("list", parents=[common, as_json], help="list entries",
+                        description="Unreleased quarantine entries (all with --all).")
+    q.add_argument("--run", dest="run_id", default=None, help="only this run")
+    q.add_argument("--all", action="store_true", help="include released entries")
+    q.set_defaults(func=cmd_quarantine)
+    for name, text in (("show", "show one entry"), ("release", "release an entry after review")):
+        q = qsub.add_parser(name, parents=[common, as_json], help=text,
+                            description=text.capitalize() + ".")
+        q.add_argument("run_id")
+        q.add_argument("alias")
+        if name == "release":
+            q.add_argument("--by", required=True, help="who reviewed it (recorded)")
+        q.set_defaults(func=cmd_quarantine)
 
 
 def _add_ledger(sub: Any, common: Any, reader: Any, as_json: Any) -> None:

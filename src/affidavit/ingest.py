@@ -8,6 +8,8 @@ document that cannot be processed is quarantined with a reason code and the run 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -62,6 +64,7 @@ class RunSummary:
     run_id: str
     status: str = "RUNNING"
     outcomes: list[DocumentOutcome] = field(default_factory=list)
+    withdrawn: list[str] = field(default_factory=list)
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -82,6 +85,7 @@ class RunSummary:
                 for o in self.outcomes if o.status == QUARANTINED
             ],
             "chunks_written": self.chunks_written,
+            "withdrawn": sorted(self.withdrawn),
             "warnings": [f"{o.alias}: {w}" for o in self.outcomes for w in o.warnings],
         }
 
@@ -118,18 +122,31 @@ class Ingestor:
         self.tokenizer = Tokenizer(lex.language, lex.stem, lex.stop_words)
         self.epoch = policy_epoch(settings, self.tokenizer)
 
-    def run(self, sources: Iterable[Transport], *,
-            progress: ProgressCallback | None = None) -> RunSummary:
+    def run(self, sources: Iterable[Transport], *, progress: ProgressCallback | None = None,
+            listing: str | None = None) -> RunSummary:
+        """Ingest every document the sources list.
+
+        ``listing`` names a full listing of one source location (a folder, a manifest, an
+        SFTP root): nodes that its previous listing contained and this one does not are
+        withdrawn, so deletions at the source reach the index.
+        """
         summary = RunSummary(run_id="run-" + uuid.uuid4().hex[:16])
-        self.store.start_run(self.tenant, summary.run_id, at=_now(),
-                             params_json=canonical_json({"epoch": self.epoch}))
+        self._close_interrupted_runs()
+        self.store.start_run(self.tenant, summary.run_id, at=_now(), params_json=canonical_json(
+            {"epoch": self.epoch, "pid": os.getpid(), "host": socket.gethostname(),
+             "listing": listing}))
+        seen: list[str] = []
         try:
             for source in sources:
                 for document in source.list_documents():
                     outcome = self.ingest_one(document, summary.run_id)
                     summary.outcomes.append(outcome)
+                    seen.append(outcome.node_id or node_id_for(document.source_system,
+                                                               document.source_id))
                     if progress is not None:
                         progress(len(summary.outcomes), outcome)
+            if listing is not None:
+                summary.withdrawn = self._withdraw_missing(listing, seen, summary.run_id)
         except BaseException:
             summary.status = "FAILED"
             self._finish(summary)
@@ -137,6 +154,27 @@ class Ingestor:
         summary.status = "DEGRADED" if summary.count(QUARANTINED) else "COMPLETED"
         self._finish(summary)
         return summary
+
+    def _withdraw_missing(self, listing: str, seen: list[str], run_id: str) -> list[str]:
+        gone = sorted(self.store.listed_nodes(self.tenant, listing) - set(seen))
+        withdrawn = []
+        for node_id in gone:
+            head = self.store.head(self.tenant, node_id)
+            if self.store.withdraw(self.tenant, node_id, run_id=run_id, at=_now()):
+                withdrawn.append(head.alias if head else node_id)
+        self.store.replace_listing(self.tenant, listing, seen)
+        return withdrawn
+
+    def _close_interrupted_runs(self) -> None:
+        """A RUNNING run whose process on this host is gone was killed: mark it FAILED."""
+        host = socket.gethostname()
+        for run in self.store.list_runs(self.tenant, limit=20):
+            if run.status != "RUNNING":
+                continue
+            params = json.loads(run.params_json or "{}")
+            if params.get("host") == host and not _pid_alive(int(params.get("pid", 0))):
+                self.store.finish_run(self.tenant, run.run_id, status="FAILED", at=_now(),
+                                      summary_json=canonical_json({"interrupted": True}))
 
     def _finish(self, summary: RunSummary) -> None:
         self.store.finish_run(self.tenant, summary.run_id, status=summary.status, at=_now(),
@@ -252,6 +290,18 @@ def _merge_metadata(front: DocumentMetadata, sidecar: DocumentMetadata) -> Docum
             raise InputRejected("CONFLICTING_METADATA",
                                 f"front matter and sidecar disagree on {key!r}")
     return front.merged_over(sidecar)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def locator_for(alias: str, draft: ChunkDraft) -> str:

@@ -127,6 +127,7 @@ class RunRecord:
     started_at: str
     finished_at: str | None
     summary_json: str
+    params_json: str = "{}"
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,8 @@ class QuarantineRecord:
     reason_code: str
     message: str
     at: str
+    released_by: str | None = None
+    released_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,15 @@ class Store(Protocol):
     def record_quarantine(self, tenant: str, record: QuarantineRecord) -> None: ...
 
     def list_quarantine(self, tenant: str, run_id: str | None = None) -> list[QuarantineRecord]: ...
+
+    def release_quarantine(self, tenant: str, run_id: str, alias: str, *, by: str,
+                           at: str) -> bool: ...
+
+    def listed_nodes(self, tenant: str, listing: str) -> set[str]:
+        """Node ids the last full listing of ``listing`` contained."""
+        ...
+
+    def replace_listing(self, tenant: str, listing: str, node_ids: Sequence[str]) -> None: ...
 
     def count_rows(self, tenant: str, table: str) -> int: ...
 
@@ -258,5 +270,5 @@ class Store(Protocol):
 COUNTABLE_TABLES = (
     "blobs", "nodes", "aliases", "versions", "head_map", "head_history", "paragraph_labels",
     "chunks", "postings", "acl_tokens", "relation_tuples", "label_grants", "sire", "ledger",
-    "runs", "quarantine",
+    "runs", "quarantine", "vectors", "source_listings",
 )

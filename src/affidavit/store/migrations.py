@@ -216,4 +216,16 @@ CREATE TABLE vectors (
 ) WITHOUT ROWID;
 ALTER TABLE lexical_stats ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
 """),
+    Migration(3, "listings_and_quarantine_review", """
+-- Which nodes the last full listing of a source location contained: a node missing from
+-- the next full listing is withdrawn.
+CREATE TABLE source_listings (
+    tenant_id TEXT NOT NULL,
+    listing   TEXT NOT NULL,
+    node_id   TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, listing, node_id)
+) WITHOUT ROWID;
+ALTER TABLE quarantine ADD COLUMN released_by TEXT;
+ALTER TABLE quarantine ADD COLUMN released_at TEXT;
+"""),
 )

@@ -54,32 +54,56 @@ class GovernanceTables:
                          (status, at, summary_json, tenant, run_id))
 
     def get_run(self, tenant: str, run_id: str) -> RunRecord | None:
-        rows = self._read("SELECT run_id, status, started_at, finished_at, summary_json FROM runs "
-                          "WHERE tenant_id = ? AND run_id = ?", (tenant, run_id))
+        rows = self._read("SELECT run_id, status, started_at, finished_at, summary_json, "
+                          "params_json FROM runs WHERE tenant_id = ? AND run_id = ?",
+                          (tenant, run_id))
         return _run(rows[0]) if rows else None
 
     def list_runs(self, tenant: str, limit: int = 50) -> list[RunRecord]:
-        rows = self._read("SELECT run_id, status, started_at, finished_at, summary_json FROM runs "
-                          "WHERE tenant_id = ? ORDER BY started_at DESC, run_id LIMIT ?",
+        rows = self._read("SELECT run_id, status, started_at, finished_at, summary_json, "
+                          "params_json FROM runs WHERE tenant_id = ? "
+                          "ORDER BY started_at DESC, run_id LIMIT ?",
                           (tenant, limit))
         return [_run(r) for r in rows]
 
     def record_quarantine(self, tenant: str, record: QuarantineRecord) -> None:
         with self._write() as conn:
             self._ensure_tenant(conn, tenant)
-            conn.execute("INSERT OR REPLACE INTO quarantine VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (tenant, record.run_id, record.alias, record.source_id,
-                          record.reason_code, record.message, record.at))
+            conn.execute("INSERT OR REPLACE INTO quarantine VALUES (?, ?, ?, ?, ?, ?, ?, NULL, "
+                         "NULL)", (tenant, record.run_id, record.alias, record.source_id,
+                                   record.reason_code, record.message, record.at))
 
     def list_quarantine(self, tenant: str, run_id: str | None = None) -> list[QuarantineRecord]:
-        sql = ("SELECT run_id, alias, source_id, reason_code, message, at FROM quarantine "
-               "WHERE tenant_id = ?")
+        sql = ("SELECT run_id, alias, source_id, reason_code, message, at, released_by, "
+               "released_at FROM quarantine WHERE tenant_id = ?")
         params: list[object] = [tenant]
         if run_id is not None:
             sql += " AND run_id = ?"
             params.append(run_id)
         rows = self._read(sql + " ORDER BY at, alias", params)
-        return [QuarantineRecord(*(str(x) for x in r)) for r in rows]
+        return [QuarantineRecord(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]),
+                                 str(r[5]), None if r[6] is None else str(r[6]),
+                                 None if r[7] is None else str(r[7])) for r in rows]
+
+    def release_quarantine(self, tenant: str, run_id: str, alias: str, *, by: str,
+                           at: str) -> bool:
+        with self._write() as conn:
+            cur = conn.execute("UPDATE quarantine SET released_by = ?, released_at = ? "
+                               "WHERE tenant_id = ? AND run_id = ? AND alias = ? "
+                               "AND released_by IS NULL", (by, at, tenant, run_id, alias))
+            return cur.rowcount > 0
+
+    def listed_nodes(self, tenant: str, listing: str) -> set[str]:
+        rows = self._read("SELECT node_id FROM source_listings WHERE tenant_id = ? "
+                          "AND listing = ?", (tenant, listing))
+        return {str(r[0]) for r in rows}
+
+    def replace_listing(self, tenant: str, listing: str, node_ids: Sequence[str]) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM source_listings WHERE tenant_id = ? AND listing = ?",
+                         (tenant, listing))
+            conn.executemany("INSERT INTO source_listings VALUES (?, ?, ?)",
+                             [(tenant, listing, n) for n in sorted(set(node_ids))])
 
     # ------------------------------------------------------------------ authorization data
     def add_tuple(self, tenant: str, rel: RelationTuple, *, at: str) -> bool:
@@ -205,7 +229,7 @@ class GovernanceTables:
 
 def _run(row: Sequence[object]) -> RunRecord:
     return RunRecord(str(row[0]), str(row[1]), str(row[2]),
-                     None if row[3] is None else str(row[3]), str(row[4]))
+                     None if row[3] is None else str(row[3]), str(row[4]), str(row[5]))
 
 
 def _ledger(row: Sequence[object]) -> LedgerEntry:

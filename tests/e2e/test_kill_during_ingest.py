@@ -1,0 +1,84 @@
+"""SIGKILL at any point of an ingest run: nothing partial is visible, a re-run finishes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+DOCS = 300
+
+
+def make_corpus(root: Path) -> None:
+    root.mkdir()
+    for i in range(DOCS):
+        body = "\n\n".join(f"Paragraph {j} of document {i} talks about topic{i % 7} and "
+                           f"harbour{j} with enough words to make a chunk." for j in range(12))
+        (root / f"doc{i:03d}.md").write_text(f"# Document {i}\n\n{body}\n", encoding="utf-8")
+
+
+def ingest(workdir: Path, corpus: Path, config: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "AFFIDAVIT_DB": str(workdir / "k.db"), "AFFIDAVIT_CONFIG": str(config)}
+    return subprocess.Popen([sys.executable, "-m", "affidavit.cli", "ingest", str(corpus),
+                             "--quiet"], cwd=workdir, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def assert_consistent(db_path: Path) -> int:
+    db = sqlite3.connect(db_path)
+    one = lambda sql: db.execute(sql).fetchone()[0]  # noqa: E731
+    heads = one("SELECT COUNT(*) FROM head_map WHERE version_id IS NOT NULL")
+    assert one("SELECT COUNT(*) FROM head_map h WHERE NOT EXISTS (SELECT 1 FROM chunks c "
+               "WHERE c.version_id = h.version_id AND c.is_head = 1)") == 0
+    assert one("SELECT COUNT(*) FROM chunks c WHERE c.is_head = 1 AND NOT EXISTS (SELECT 1 "
+               "FROM head_map h WHERE h.version_id = c.version_id)") == 0
+    assert one("SELECT COUNT(*) FROM postings p WHERE NOT EXISTS (SELECT 1 FROM chunks c "
+               "WHERE c.chunk_id = p.chunk_id AND c.is_head = 1)") == 0
+    for table in ("blobs", "acl_tokens", "sire", "paragraph_labels"):
+        column = "raw_digest" if table == "blobs" else "version_id"
+        source = "v.raw_digest" if table == "blobs" else "v.version_id"
+        assert one(f"SELECT COUNT(*) FROM versions v WHERE NOT EXISTS (SELECT 1 FROM {table} t "
+                   f"WHERE t.{column} = {source})") == 0, table
+    stats = db.execute("SELECT n_chunks, total_length FROM lexical_stats").fetchone()
+    assert stats == db.execute("SELECT COUNT(*), COALESCE(SUM(n_tokens), 0) FROM chunks "
+                               "WHERE is_head = 1").fetchone()
+    db.close()
+    return int(heads)
+
+
+@pytest.mark.slow
+def test_sigkill_at_many_points_leaves_no_partial_document(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    make_corpus(corpus)
+    (tmp_path / "affidavit.toml").write_text('[acl]\ndefault = ["*"]\n', encoding="utf-8")
+    baseline = tmp_path / "baseline"
+    baseline.mkdir()
+    started = time.perf_counter()
+    assert ingest(baseline, corpus, tmp_path / "affidavit.toml").wait(timeout=300) == 0
+    duration = time.perf_counter() - started
+    mid_run = 0
+    for point in range(1, 9):
+        workdir = tmp_path / f"kill{point}"
+        workdir.mkdir()
+        process = ingest(workdir, corpus, tmp_path / "affidavit.toml")
+        time.sleep(duration * point / 9)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        if not (workdir / "k.db").exists():
+            continue
+        heads = assert_consistent(workdir / "k.db")
+        mid_run += 0 < heads < DOCS
+        assert ingest(workdir, corpus, tmp_path / "affidavit.toml").wait(timeout=300) == 0
+        assert assert_consistent(workdir / "k.db") == DOCS
+        db = sqlite3.connect(workdir / "k.db")
+        statuses = [r[0] for r in db.execute("SELECT status FROM runs ORDER BY started_at")]
+        db.close()
+        assert statuses[-1] == "COMPLETED"
+        assert "RUNNING" not in statuses, "a killed run is marked FAILED by the next run"
+    assert mid_run >= 3, "the kills landed mid-run"
