@@ -296,8 +296,10 @@ class SQLiteStore(GovernanceTables, VectorTables):
         sql = (
             f"WITH q(term, idf) AS (VALUES {values}) "
             "SELECT p.chunk_id, SUM(q.idf * p.tf / (p.tf + ? * (1 - ? + ? * c.n_tokens / ?))) AS s "
-            "FROM q JOIN postings p ON p.tenant_id = ? AND p.term = q.term "
-            "JOIN chunks c ON c.tenant_id = p.tenant_id AND c.chunk_id = p.chunk_id "
+            # CROSS JOIN fixes the join order: postings of the query terms first, then
+            # their chunks; SQLite's planner would otherwise scan every chunk of the tenant.
+            "FROM q CROSS JOIN postings p ON p.tenant_id = ? AND p.term = q.term "
+            "CROSS JOIN chunks c ON c.tenant_id = p.tenant_id AND c.chunk_id = p.chunk_id "
             f"WHERE c.tenant_id = ? AND {visible} "
             "GROUP BY p.chunk_id ORDER BY s DESC, p.chunk_id ASC LIMIT ?"
         )
