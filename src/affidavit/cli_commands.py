@@ -1,0 +1,312 @@
+"""What each ``affidavit`` command does; :mod:`affidavit.cli` parses arguments and calls these."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from affidavit import config as config_module
+from affidavit.authz import StoreAuthorizer, parse_principal, parse_subject, parse_tuple
+from affidavit.config import Settings
+from affidavit.errors import AffidavitError, InputRejected, NotFound
+from affidavit.ingest import QUARANTINED, DocumentOutcome, Ingestor
+from affidavit.ledger import verify_chain
+from affidavit.ledger.record import redact_for
+from affidavit.query import Engine
+from affidavit.sources import LocalFolderSource
+from affidavit.store import Store, open_store
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_QUARANTINED = 0, 1, 2, 3
+
+
+class UsageError(AffidavitError):
+    """A command was called the wrong way."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+# --------------------------------------------------------------------------- context
+
+
+class Context:
+    """What every command needs: settings and a store, opened lazily."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.settings: Settings = config_module.load(
+            args.config, overrides={"store.db": args.db, "tenant": args.tenant})
+        self._store: Store | None = None
+
+    @property
+    def tenant(self) -> str:
+        return self.settings.tenant
+
+    def store(self, *, create: bool = False) -> Store:
+        if self._store is None:
+            base = Path(self.settings.source_file).parent if (
+                self.settings.source_file and not self.args.db) else Path.cwd()
+            self._store = open_store(self.settings.store.db, base=base, create=create)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_init(ctx: Context) -> int:
+    store = ctx.store(create=True)
+    store.ensure_tenant(ctx.tenant)
+    print(f"initialized {ctx.settings.store.db} ({store.backend}, schema "
+          f"v{store.schema_version()}, tenant {ctx.tenant})")
+    if ctx.settings.source_file is None:
+        print("no affidavit.toml found: defaults in use (no [acl] default, no groups or grants)")
+    return EXIT_OK
+
+
+def _progress(total_hint: int | None) -> Callable[[int, DocumentOutcome], None]:
+    def report(done: int, outcome: DocumentOutcome) -> None:
+        extra = f" ({outcome.reason_code})" if outcome.status == QUARANTINED else ""
+        print(f"[{done}] {outcome.status:<11} {outcome.alias}{extra}", file=sys.stderr)
+    return report
+
+
+def cmd_ingest(ctx: Context) -> int:
+    args = ctx.args
+    path = Path(args.path)
+    if not path.exists():
+        raise UsageError(f"{args.path}: no such file or folder")
+    store = ctx.store(create=True)
+    source = LocalFolderSource(path, source_system=args.source_system,
+                               max_document_bytes=ctx.settings.ingest.max_document_bytes,
+                               follow_symlinks=ctx.settings.ingest.follow_symlinks)
+    show = not args.quiet and (args.progress or sys.stderr.isatty())
+    # A folder is a full listing: what disappeared from it since its last ingest is withdrawn.
+    listing = None if (path.is_file() or args.partial) else f"local:{path.resolve()}"
+    summary = Ingestor(store, ctx.settings, tenant=ctx.tenant).run(
+        [source], progress=_progress(None) if show else None, listing=listing)
+    data = summary.to_dict()
+    if args.json:
+        _print_json(data)
+    else:
+        print(f"run {data['run_id']}: {data['status']} - ingested {data['ingested']}, "
+              f"unchanged {data['unchanged']}, quarantined {len(data['quarantined'])}, "
+              f"chunks written {data['chunks_written']}")
+        for q in data["quarantined"]:
+            print(f"  quarantined {q['alias']}: {q['reason_code']} - {q['message']}")
+        for alias in data["withdrawn"]:
+            print(f"  withdrawn (gone from the source): {alias}")
+        for warning in data["warnings"]:
+            print(f"  warning: {warning}")
+    return EXIT_QUARANTINED if data["quarantined"] else EXIT_OK
+
+
+def cmd_runs(ctx: Context) -> int:
+    store = ctx.store()
+    if ctx.args.runs_action == "show":
+        run = store.get_run(ctx.tenant, ctx.args.run_id)
+        if run is None:
+            raise NotFound(f"no run {ctx.args.run_id}")
+        data = {"run_id": run.run_id, "status": run.status, "started_at": run.started_at,
+                "finished_at": run.finished_at, "summary": json.loads(run.summary_json),
+                "quarantined": [q.__dict__ for q in store.list_quarantine(ctx.tenant, run.run_id)]}
+        if ctx.args.json:
+            _print_json(data)
+        else:
+            print(f"{run.run_id}  {run.status}  {run.started_at} -> {run.finished_at}")
+            for q in data["quarantined"]:
+                print(f"  quarantined {q['alias']}: {q['reason_code']} - {q['message']}")
+        return EXIT_OK
+    runs = store.list_runs(ctx.tenant, limit=ctx.args.limit)
+    if ctx.args.json:
+        _print_json([{"run_id": r.run_id, "status": r.status, "started_at": r.started_at,
+                      "finished_at": r.finished_at} for r in runs])
+        return EXIT_OK
+    for r in runs:
+        summary = json.loads(r.summary_json)
+        counts = (f"ingested {summary.get('ingested', 0)}, unchanged {summary.get('unchanged', 0)}"
+                  f", quarantined {len(summary.get('quarantined', []))}") if summary else ""
+        print(f"{r.run_id}  {r.status:<9} {r.started_at}  {counts}")
+    return EXIT_OK
+
+
+def cmd_quarantine(ctx: Context) -> int:
+    store, args = ctx.store(), ctx.args
+    records = store.list_quarantine(ctx.tenant, getattr(args, "run_id", None))
+    if args.quarantine_action == "release":
+        if not store.release_quarantine(ctx.tenant, args.run_id, args.alias, by=args.by,
+                                        at=_now()):
+            raise NotFound(f"no unreleased quarantine entry {args.alias} in {args.run_id}")
+        print(f"released {args.alias} from {args.run_id} (by {args.by}); the next ingest of its "
+              "source tries it again")
+        return EXIT_OK
+    if args.quarantine_action == "show":
+        records = [r for r in records if r.alias == args.alias]
+        if not records:
+            raise NotFound(f"no quarantine entry {args.alias} in {args.run_id}")
+    elif not args.all:
+        records = [r for r in records if r.released_by is None]
+    if args.json:
+        _print_json([r.__dict__ for r in records])
+        return EXIT_OK
+    for r in records:
+        released = f"  released by {r.released_by}" if r.released_by else ""
+        print(f"{r.run_id}  {r.alias}  {r.reason_code}: {r.message}{released}")
+    return EXIT_OK
+
+
+def cmd_search(ctx: Context) -> int:
+    engine = Engine(ctx.store(), ctx.settings, tenant=ctx.tenant)
+    hits = engine.search(parse_principal(ctx.args.as_principal), ctx.args.query,
+                         limit=ctx.args.limit)
+    if ctx.args.json:
+        _print_json([h.to_dict() for h in hits])
+        return EXIT_OK
+    if not hits:
+        print("no results you may see")
+    for rank, hit in enumerate(hits, start=1):
+        marker = "" if hit.sire_active else "  [no ACTIVE SIRE: excluded from answers]"
+        print(f"{rank}. [src:{hit.chunk_id[:8]}] {hit.title} ({hit.label}) "
+              f"score={hit.score:.4f}{marker}")
+        print(f"   {hit.locator}")
+        snippet = " ".join(hit.text.split())
+        print(f"   {snippet[:240]}{'...' if len(snippet) > 240 else ''}")
+    return EXIT_OK
+
+
+def cmd_ask(ctx: Context) -> int:
+    principal = parse_principal(ctx.args.as_principal)
+    engine = Engine(ctx.store(), ctx.settings, tenant=ctx.tenant)
+    result = engine.ask(principal, ctx.args.question, role=ctx.args.role)
+    if ctx.args.json:
+        _print_json(result.to_dict())
+        return EXIT_OK
+    print(result.answer or "(no answer)")
+    print(f"\noutput state: {result.output_state}")
+    for citation in result.citations:
+        print(f"  [src:{citation['src']}] {citation['title']} - {citation['locator']}")
+    if result.reasons:
+        print("reasons: " + "; ".join(result.reasons))
+    print(f"ledger record: {result.ledger_record_id} ({result.ledger_record_hash[:16]})")
+    return EXIT_OK
+
+
+def cmd_ledger_show(ctx: Context) -> int:
+    store = ctx.store()
+    authz = StoreAuthorizer(store, ctx.settings).context_for(ctx.tenant, ctx.args.as_principal)
+    entry = store.get_ledger(ctx.tenant, ctx.args.record_id)
+    if entry is None:
+        raise NotFound(f"no ledger record {ctx.args.record_id} that you may see")
+    view = redact_for(entry, authz, store)
+    if ctx.args.json:
+        _print_json(view)
+        return EXIT_OK
+    record = view["record"]
+    print(f"record {record['record_id']} (seq {view['seq']}, hash {view['record_hash'][:16]})")
+    for key in ("request_id", "created_at", "principal", "query", "output_state", "answer"):
+        print(f"  {key}: {record.get(key)}")
+    for citation in record.get("citations", []):
+        print(f"  cited [src:{citation['src']}] {citation['title']}")
+    return EXIT_OK
+
+
+def cmd_ledger_verify(ctx: Context) -> int:
+    report = verify_chain(ctx.store().iter_ledger(ctx.tenant))
+    if ctx.args.json:
+        _print_json({"ok": report.ok, "checked": report.checked,
+                     "first_bad_seq": report.first_bad_seq,
+                     "first_bad_record": report.first_bad_record, "reason": report.reason})
+    elif report.ok:
+        print(f"ledger OK: {report.checked} records verified")
+    else:
+        print(f"ledger BROKEN at seq {report.first_bad_seq} (record {report.first_bad_record}): "
+              f"{report.reason}; {report.checked} records before it verified")
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_authz(ctx: Context) -> int:
+    args, store = ctx.args, ctx.store(create=True)
+    action = args.authz_action
+    if action in ("add", "remove"):
+        rel = parse_tuple(args.tuple)
+        if action == "add":
+            changed = store.add_tuple(ctx.tenant, rel, at=_now())
+            print(("added " if changed else "already present: ") + str(rel))
+        else:
+            if str(rel) in {str(parse_tuple(t)) for t in ctx.settings.authz.tuples}:
+                raise UsageError(f"{rel} is defined in {ctx.settings.source_file}; edit that file")
+            if not store.remove_tuple(ctx.tenant, rel):
+                raise UsageError(f"no such tuple in the store: {rel}")
+            print(f"removed {rel}")
+        return EXIT_OK
+    if action in ("grant", "revoke"):
+        subject = parse_subject(args.subject)
+        labels = [label.upper() for label in args.labels]
+        unknown = [label for label in labels if label not in ctx.settings.sensitivity.labels]
+        if unknown:
+            raise UsageError(f"unknown label(s): {', '.join(unknown)}")
+        if action == "grant":
+            n = store.grant(ctx.tenant, subject, labels, at=_now())
+            print(f"granted {n} new label(s) to {subject}")
+        else:
+            n = store.revoke(ctx.tenant, subject, labels)
+            print(f"revoked {n} label(s) from {subject}")
+        return EXIT_OK
+    authorizer = StoreAuthorizer(store, ctx.settings)
+    tuples = sorted(authorizer.all_tuples(ctx.tenant), key=str)
+    grants = {k: sorted(v) for k, v in sorted(authorizer.all_grants(ctx.tenant).items())}
+    if args.json:
+        _print_json({"tuples": [{"tuple": str(t), "source": t.source} for t in tuples],
+                     "grants": grants})
+        return EXIT_OK
+    for t in tuples:
+        print(f"{t}  ({t.source})")
+    for subject, labels in grants.items():
+        print(f"grant {subject}: {', '.join(labels)}")
+    return EXIT_OK
+
+
+def cmd_sire(ctx: Context) -> int:
+    from affidavit.identity.lifecycle import approve_sire
+
+    args, store = ctx.args, ctx.store()
+    if args.sire_action == "list":
+        records = store.list_sire(ctx.tenant, state=args.state)
+        if args.json:
+            _print_json([{"sire_id": r.sire_id, "alias": r.alias, "title": r.title,
+                          "state": r.state, "approved_by": r.approved_by,
+                          "approved_at": r.approved_at, **r.sire.to_dict()} for r in records])
+            return EXIT_OK
+        for r in records:
+            print(f"{r.sire_id}  {r.state:<8} {r.alias}  subject={r.sire.subject} "
+                  f"excluded={list(r.sire.excluded)}")
+        return EXIT_OK
+    if not args.all and not args.ids:
+        raise UsageError("name SIRE ids to approve, or --all")
+    targets = [r.sire_id for r in store.list_sire(ctx.tenant, state="PROPOSED")] if args.all \
+        else list(args.ids)
+    failures = 0
+    for sire_id in targets:
+        try:
+            record = approve_sire(store, ctx.tenant, sire_id, by=args.by, at=_now())
+            print(f"{record.sire_id} ACTIVE (approved by {record.approved_by})")
+        except (InputRejected, NotFound) as exc:
+            failures += 1
+            print(f"{sire_id} not approved: {exc}", file=sys.stderr)
+    print(f"approved {len(targets) - failures} of {len(targets)}")
+    return EXIT_FAILED if failures else EXIT_OK
+
+
