@@ -57,9 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Create the database and apply migrations.")
     p.set_defaults(func=cmd_init)
 
-    p = sub.add_parser("ingest", parents=[common, as_json], help="ingest a folder or file",
+    p = sub.add_parser("ingest", parents=[common, as_json],
+                       help="ingest a folder, a file, an https:// URL or an sftp:// URL",
                        description="Ingest documents; exit 3 when some were quarantined.")
-    p.add_argument("path", help="a folder (walked recursively) or one file")
+    p.add_argument("path", help="a folder (walked recursively), one file, an https:// URL "
+                                "(a manifest.json or one document) or an sftp:// URL")
     p.add_argument("--source-system", default="files",
                    help="name of the source system; part of every document's identity")
     p.add_argument("--progress", action="store_true", help="show progress even when piped")

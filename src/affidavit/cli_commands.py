@@ -18,7 +18,7 @@ from affidavit.ingest import QUARANTINED, DocumentOutcome, Ingestor
 from affidavit.ledger import verify_chain
 from affidavit.ledger.record import redact_for
 from affidavit.query import Engine
-from affidavit.sources import LocalFolderSource
+from affidavit.sources import listing_key, location_scheme, source_for
 from affidavit.store import Store, open_store
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_QUARANTINED = 0, 1, 2, 3
@@ -86,16 +86,14 @@ def _progress(total_hint: int | None) -> Callable[[int, DocumentOutcome], None]:
 
 def cmd_ingest(ctx: Context) -> int:
     args = ctx.args
-    path = Path(args.path)
-    if not path.exists():
+    if location_scheme(args.path) is None and not Path(args.path).exists():
         raise UsageError(f"{args.path}: no such file or folder")
+    source = source_for(args.path, ctx.settings, source_system=args.source_system)
     store = ctx.store(create=True)
-    source = LocalFolderSource(path, source_system=args.source_system,
-                               max_document_bytes=ctx.settings.ingest.max_document_bytes,
-                               follow_symlinks=ctx.settings.ingest.follow_symlinks)
     show = not args.quiet and (args.progress or sys.stderr.isatty())
-    # A folder is a full listing: what disappeared from it since its last ingest is withdrawn.
-    listing = None if (path.is_file() or args.partial) else f"local:{path.resolve()}"
+    # A folder, a manifest or an SFTP root is a full listing: what disappeared from it
+    # since its last ingest is withdrawn.
+    listing = None if args.partial else listing_key(args.path)
     summary = Ingestor(store, ctx.settings, tenant=ctx.tenant).run(
         [source], progress=_progress(None) if show else None, listing=listing)
     data = summary.to_dict()

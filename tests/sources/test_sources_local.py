@@ -201,13 +201,9 @@ def test_sources_export_list_is_complete():
     import affidavit.sources as package
 
     assert sorted(package.__all__) == [
-        "LocalFolderSource",
-        "SIDECAR_SUFFIX",
-        "StaticSource",
-        "Transport",
-        "is_acl_subject",
-        "load_sidecar",
-        "load_yaml_documents",
-        "parse_metadata",
+        "AddressPolicy", "HttpsSource", "LocalFolderSource", "SIDECAR_SUFFIX", "SftpSource",
+        "StaticSource", "Transport", "address_problem", "is_acl_subject", "listing_key",
+        "load_sidecar", "load_yaml_documents", "location_scheme", "parse_ip_literal",
+        "parse_manifest", "parse_metadata", "parse_sftp_url", "source_for", "vet_host",
     ]
     assert all(getattr(package, name) is not None for name in package.__all__)
