@@ -10,10 +10,12 @@ import affidavit.extract as extract_package
 from affidavit.config import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract import (
+    BINARY_PARSERS,
     KINDS,
     PARSERS,
     REASON_CODES,
     SUPPORTED_SUFFIXES,
+    BinaryParser,
     Parser,
     extract,
     parser_for,
@@ -25,6 +27,8 @@ LIMITS = IngestSettings(max_nesting_depth=16, max_paragraphs=500, max_line_chars
 def test_export_list_is_complete_and_resolvable():
     assert sorted(extract_package.__all__) == sorted(
         [
+            "BINARY_PARSERS",
+            "BinaryParser",
             "KINDS",
             "PARSERS",
             "REASON_CODES",
@@ -41,16 +45,19 @@ def test_export_list_is_complete_and_resolvable():
 def test_supported_suffixes():
     assert SUPPORTED_SUFFIXES == (
         ".csv",
+        ".docx",
         ".htm",
         ".html",
         ".json",
         ".markdown",
         ".md",
+        ".pdf",
         ".text",
         ".txt",
         ".yaml",
         ".yml",
     )
+    assert sorted(BINARY_PARSERS) == [".docx", ".pdf"]
     formats = {
         suffix: parser.parse(_SAMPLES[suffix], limits=LIMITS).format
         for suffix, parser in PARSERS.items()
@@ -91,7 +98,12 @@ def test_dispatch_is_by_lowercase_suffix(filename, expected):
     assert parser_for(filename) is PARSERS[expected]
 
 
-@pytest.mark.parametrize("filename", ["report.pdf", "README", ".md", "archive.tar.gz", "x.md.bak"])
+@pytest.mark.parametrize(("filename", "expected"), [("A.PDF", ".pdf"), ("dir/b.Docx", ".docx")])
+def test_binary_formats_dispatch_by_suffix_too(filename, expected):
+    assert parser_for(filename) is BINARY_PARSERS[expected]
+
+
+@pytest.mark.parametrize("filename", ["report.odt", "README", ".md", "archive.tar.gz", "x.md.bak"])
 def test_unknown_suffix_is_unsupported(filename):
     with pytest.raises(InputRejected) as info:
         extract(b"hello", filename=filename, limits=LIMITS)
@@ -109,9 +121,14 @@ def test_parsers_satisfy_the_protocol():
     def formats_of(parser: Parser) -> tuple[str, ...]:
         return parser.formats
 
+    def binary_formats_of(parser: BinaryParser) -> tuple[str, ...]:
+        return parser.formats
+
     for suffix, parser in PARSERS.items():
         assert suffix in formats_of(parser)
         assert all(s == s.lower() and s.startswith(".") for s in parser.formats)
+    for suffix, binary in BINARY_PARSERS.items():
+        assert suffix in binary_formats_of(binary)
 
 
 def check_document(document) -> None:
