@@ -8,8 +8,9 @@ import affidavit.answer
 def test_all_names_exist_and_public_names_are_exported() -> None:
     exported = set(affidavit.answer.__all__)
     assert all(hasattr(affidavit.answer, name) for name in exported)
-    modules = {"atoms", "citations", "claims", "compiler", "evidence", "gate", "guard",
-               "providers", "template", "text", "verify"}
+    modules = {"atoms", "attribution", "citations", "claims", "compiler", "evaluate",
+               "evidence", "faq", "gate", "guard", "layers", "openai", "providers",
+               "stability", "support", "template", "text", "verify"}
     public = {name for name in vars(affidavit.answer)
               if not name.startswith("_") and name not in modules}
     assert public == exported

@@ -1,13 +1,23 @@
 """Answering: CFPO prompt compilation, providers behind the RESTRICTED guard, claim
-extraction, L2 verification and the Boundary Gate.
+extraction, layered verification, the Boundary Gate and the FAQ short-circuit.
 
-The flow, each step a pure function except the provider call::
+The flow, each step a pure function except the provider calls::
 
-    compile_prompt -> GuardedProvider.generate -> strip_think_blocks -> strip_fabricated
-        -> extract_claims -> verify_claims -> decide (-> governed_refusal when BLOCKED)
+    FaqCache.match (short-circuit) | compile_prompt -> GuardedProvider.generate
+        -> strip_think_blocks -> strip_fabricated -> extract_claims
+        -> evaluate_layers (L1, Δ, L3 through the guard) -> verify_claims -> decide
+        (-> governed_refusal when BLOCKED)
 """
 
 from affidavit.answer.atoms import ATOM_KINDS, Atom, extract_atoms
+from affidavit.answer.attribution import (
+    SpanScore,
+    TokenScores,
+    claim_segments,
+    confidence_layer,
+    contrastive_layer,
+    span_score,
+)
 from affidavit.answer.citations import SRC_PATTERN, cited_ids, strip_fabricated
 from affidavit.answer.claims import Claim, extract_claims
 from affidavit.answer.compiler import (
@@ -19,7 +29,9 @@ from affidavit.answer.compiler import (
     compile_prompt,
     load_template,
 )
+from affidavit.answer.evaluate import evaluate_layers
 from affidavit.answer.evidence import EvidenceItem, evidence_from_chunk
+from affidavit.answer.faq import FaqCache, FaqEntry, FaqMatch, normalize_question
 from affidavit.answer.gate import (
     CLAIM_STATUSES,
     OUTPUT_STATES,
@@ -28,19 +40,26 @@ from affidavit.answer.gate import (
     governed_refusal,
 )
 from affidavit.answer.guard import GuardedProvider, RestrictedGuard
+from affidavit.answer.layers import MODEL_LAYERS, LayerInput
+from affidavit.answer.openai import OpenAIProvider
 from affidavit.answer.providers import (
     ExtractiveProvider,
     LLMProvider,
     ProviderRequest,
     ProviderResponse,
+    ScoringProvider,
     ScriptedProvider,
+    StreamingProvider,
+    ThinkStreamFilter,
     strip_think_blocks,
 )
-from affidavit.answer.verify import ClaimVerdict, LayerResult, verify_claims
+from affidavit.answer.stability import stability_layer
+from affidavit.answer.verify import ClaimVerdict, LayerResult, SentenceEncoder, verify_claims
 
 __all__ = [
     "ATOM_KINDS",
     "CLAIM_STATUSES",
+    "MODEL_LAYERS",
     "OUTPUT_STATES",
     "ROLES",
     "SRC_PATTERN",
@@ -51,24 +70,42 @@ __all__ = [
     "CompiledPrompt",
     "EvidenceItem",
     "ExtractiveProvider",
+    "FaqCache",
+    "FaqEntry",
+    "FaqMatch",
     "GateDecision",
     "GuardedProvider",
     "LLMProvider",
+    "LayerInput",
     "LayerResult",
+    "OpenAIProvider",
     "PromptTemplate",
     "ProviderRequest",
     "ProviderResponse",
     "RestrictedGuard",
+    "ScoringProvider",
     "ScriptedProvider",
+    "SentenceEncoder",
+    "SpanScore",
+    "StreamingProvider",
+    "ThinkStreamFilter",
+    "TokenScores",
     "cited_ids",
+    "claim_segments",
     "classify_zone",
     "compile_prompt",
+    "confidence_layer",
+    "contrastive_layer",
     "decide",
+    "evaluate_layers",
     "evidence_from_chunk",
     "extract_atoms",
     "extract_claims",
     "governed_refusal",
     "load_template",
+    "normalize_question",
+    "span_score",
+    "stability_layer",
     "strip_fabricated",
     "strip_think_blocks",
     "verify_claims",

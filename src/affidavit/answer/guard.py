@@ -15,11 +15,22 @@ too little signal to tell apart from ordinary prose and are not fragments.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
-from affidavit.answer.providers import LLMProvider, ProviderRequest, ProviderResponse
+from affidavit.answer.attribution import TokenScores
+from affidavit.answer.providers import (
+    LLMProvider,
+    ProviderRequest,
+    ProviderResponse,
+    ScoringProvider,
+    StreamingProvider,
+    strip_think_blocks,
+)
 from affidavit.answer.text import _sentence_spans
 from affidavit.errors import AffidavitError, GovernanceError, ProviderError, RestrictedContentError
+
+T = TypeVar("T")
 
 MIN_FRAGMENT = 20
 WINDOW = 40
@@ -60,6 +71,12 @@ class RestrictedGuard:
         if self._contains_fragment(normalize_for_match(prompt.text)):
             raise RestrictedContentError("the prompt contains text from RESTRICTED content")
 
+    def check_text(self, text: str) -> None:
+        """Raise :class:`RestrictedContentError` if ``text`` (a completion sent back to a
+        model for scoring) carries a fragment of RESTRICTED text."""
+        if self._contains_fragment(normalize_for_match(text)):
+            raise RestrictedContentError("the text contains text from RESTRICTED content")
+
     def _contains_fragment(self, text: str) -> bool:
         for size, fragments in self._fragments.items():
             for start in range(len(text) - size + 1):
@@ -86,7 +103,9 @@ class GuardedProvider:
     """An :class:`LLMProvider` that runs the guard before every call to the wrapped one.
 
     The wrapped provider is held in a name-mangled slot and no method reaches it except
-    :meth:`generate`, which checks first; a missing guard is refused at construction.
+    :meth:`generate`, :meth:`stream` and :meth:`score`, each of which checks first; a
+    missing guard is refused at construction. Provider faults become
+    :class:`ProviderError`.
     """
 
     __slots__ = ("__guard", "__inner")
@@ -107,13 +126,50 @@ class GuardedProvider:
         """The wrapped provider's model id."""
         return self.__inner.model_id
 
+    @property
+    def can_score(self) -> bool:
+        """Whether the wrapped provider can score completions (L1, contrastive Δ)."""
+        return isinstance(self.__inner, ScoringProvider)
+
+    @property
+    def can_stream(self) -> bool:
+        """Whether the wrapped provider streams natively."""
+        return isinstance(self.__inner, StreamingProvider)
+
     def generate(self, request: ProviderRequest) -> ProviderResponse:
-        """Check ``request`` with the guard, then generate; provider faults become
-        :class:`ProviderError`."""
+        """Check ``request`` with the guard, then generate."""
         self.__guard.check(request)
+        return self._call(lambda: self.__inner.generate(request))
+
+    def stream(self, request: ProviderRequest) -> Iterator[str]:
+        """Check ``request`` now (not at the first ``next``), then stream visible text.
+
+        A provider that cannot stream yields its whole visible answer as one delta.
+        """
+        self.__guard.check(request)
+        inner = self.__inner
+        if isinstance(inner, StreamingProvider):
+            return self._guarded_iter(inner.stream(request))
+        response = self._call(lambda: inner.generate(request))
+        return iter([strip_think_blocks(response.text)])
+
+    def score(self, request: ProviderRequest, completion: str) -> TokenScores:
+        """Check the prompt and the completion, then score the completion."""
+        self.__guard.check(request)
+        self.__guard.check_text(completion)
+        inner = self.__inner
+        if not isinstance(inner, ScoringProvider):
+            raise ProviderError(f"provider {self.name!r} cannot score completions")
+        return self._call(lambda: inner.score(request, completion))
+
+    def _call(self, call: Callable[[], T]) -> T:
         try:
-            return self.__inner.generate(request)
+            return call()
         except AffidavitError:
             raise
         except Exception as exc:
             raise ProviderError(f"provider {self.name!r} failed: {type(exc).__name__}") from exc
+
+    def _guarded_iter(self, deltas: Iterator[str]) -> Iterator[str]:
+        while (delta := self._call(lambda: next(deltas, None))) is not None:
+            yield delta

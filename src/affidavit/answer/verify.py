@@ -1,14 +1,23 @@
-"""L2 support: each claim checked against the evidence it cites, layer by layer.
+"""Pass 3: each claim checked layer by layer; every layer independent and recorded.
 
-Every layer is an independent signal and is recorded whether or not it could run:
+Layers, each recorded as evaluated or unavailable with the reason:
 
 * ``citation``: the claim cites at least one evidence item that was in the prompt;
 * ``l2_atoms``: every atom of the claim appears, normalized, in the cited evidence; a number
   or date whose controlling noun appears in the evidence with a *different* number or date
   (and not with the claimed one) is a contradiction;
 * ``l2_coverage``: the share of the claim's content terms found in the cited evidence;
-* ``l1_confidence``, ``contrastive``, ``l3_stability``, ``embedding``, ``nli``: not computed
-  here; recorded as unavailable with the reason.
+* ``l2_polarity``: the claim does not reverse the direction or negation of the evidence
+  sentences that best match it (:mod:`affidavit.answer.support`);
+* ``embedding``: the best cosine similarity between the claim and a cited evidence sentence,
+  when a sentence encoder is given;
+* ``l1_confidence``, ``contrastive``, ``l3_stability``, ``nli``: model signals handed in
+  as :class:`~affidavit.answer.layers.LayerInput` values.
+
+Composite status: L2 decides between VERIFIED, PARTIALLY_VERIFIED and UNVERIFIED (REFUSED
+for a claim that says the evidence does not cover something). A claim L2 verifies stays
+VERIFIED only if no available layer says otherwise: a layer below its named threshold
+lowers it to PARTIALLY_VERIFIED with a reason. No layer can raise a status.
 
 An uncited claim is checked for contradictions against all the evidence it could have
 cited, so that an unsupported number that the evidence disputes is still caught.
@@ -16,16 +25,33 @@ cited, so that an unsupported number that the evidence disputes is still caught.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
-from affidavit.answer.atoms import Atom, extract_atoms
 from affidavit.answer.claims import Claim
 from affidavit.answer.evidence import EvidenceItem
-from affidavit.answer.text import CJK_CLASS, _sentence_spans, content_terms, stem
+from affidavit.answer.layers import (
+    CONTRASTIVE,
+    EMBEDDING,
+    L1_CONFIDENCE,
+    L3_STABILITY,
+    MODEL_LAYERS,
+    NLI,
+    LayerInput,
+)
+from affidavit.answer.support import (
+    AtomCheck,
+    EvidenceSource,
+    check_atoms,
+    coverage,
+    polarity_conflict,
+    read_source,
+    same_fact,
+)
 from affidavit.errors import InputRejected
 
 VERIFIED = "VERIFIED"
@@ -33,7 +59,27 @@ PARTIALLY_VERIFIED = "PARTIALLY_VERIFIED"
 UNVERIFIED = "UNVERIFIED"
 REFUSED = "REFUSED"
 
-UNAVAILABLE_LAYERS = ("l1_confidence", "contrastive", "l3_stability", "embedding", "nli")
+L1_MIN_MEAN_PROB = 0.4
+"""A claim whose tokens have a mean probability below this was written while guessing."""
+CONTRASTIVE_MIN_DELTA = 0.0
+"""Δ at or below this: the evidence did not make the claim more likely."""
+STABILITY_MIN_AGREEMENT = 0.5
+"""A claim that reappears in fewer than this share of draws is not stable."""
+EMBEDDING_MIN_SIMILARITY = 0.5
+"""Best claim-to-evidence-sentence cosine below this: the evidence is about something else."""
+NLI_MIN_ENTAILMENT = 0.5
+"""Entailment probability below this: the cited evidence does not entail the claim."""
+
+_LAYER_FLOORS = {
+    L1_CONFIDENCE: (L1_MIN_MEAN_PROB, "LOW_TOKEN_CONFIDENCE"),
+    CONTRASTIVE: (CONTRASTIVE_MIN_DELTA, "EVIDENCE_NOT_INFLUENTIAL"),
+    L3_STABILITY: (STABILITY_MIN_AGREEMENT, "UNSTABLE_CLAIM"),
+    EMBEDDING: (EMBEDDING_MIN_SIMILARITY, "LOW_EMBEDDING_SIMILARITY"),
+    NLI: (NLI_MIN_ENTAILMENT, "NOT_ENTAILED"),
+}
+
+UNAVAILABLE_LAYERS = MODEL_LAYERS
+"""Layers that are recorded unavailable unless their inputs are given."""
 
 _REFUSAL = re.compile(
     r"\b(?:the|this|that|provided|available|supplied)\s+(?:evidence|sources?|context|documents?)"
@@ -79,33 +125,12 @@ class ClaimVerdict:
                 "layers": {name: layer.to_dict() for name, layer in self.layers.items()}}
 
 
-@dataclass(frozen=True)
-class _Sentence:
-    text: str
-    atoms: tuple[Atom, ...]
-    terms: frozenset[str]
+class SentenceEncoder(Protocol):
+    """Anything that turns sentences into vectors (an embedding backend)."""
 
-
-@dataclass(frozen=True)
-class _Source:
-    """One evidence item read once: its sentences with their atoms and terms."""
-
-    sentences: tuple[_Sentence, ...]
-    terms: frozenset[str]
-
-
-def _read_source(item: EvidenceItem) -> _Source:
-    sentences = tuple(
-        _Sentence(text, extract_atoms(text), frozenset(content_terms(text)))
-        for text in (item.text[s:e] for s, e in _sentence_spans(item.text))
-    )
-    return _Source(sentences, frozenset().union(*(s.terms for s in sentences)))
-
-
-@dataclass(frozen=True)
-class _AtomCheck:
-    missing: tuple[Atom, ...]
-    contradictions: tuple[str, ...]
+    def encode(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        """One vector per text, in order."""
+        ...
 
 
 def is_refusal(text: str) -> bool:
@@ -119,44 +144,74 @@ def verify_claims(
     *,
     threshold: float = 0.6,
     token_logprobs: Sequence[float] | None = None,
+    layer_inputs: Sequence[LayerInput] = (),
+    encoder: SentenceEncoder | None = None,
 ) -> tuple[ClaimVerdict, ...]:
-    """Verify each claim against the evidence items (keyed by src tag) it cites."""
+    """Verify each claim against the evidence items (keyed by src tag) it cites.
+
+    ``layer_inputs`` carry the model layers' scores (L1, Δ, L3, NLI); ``encoder`` enables
+    the embedding layer. ``token_logprobs`` is accepted for older callers and only changes
+    the reason recorded for an L1 layer that was not given.
+    """
     if not 0.0 < threshold <= 1.0:
         raise InputRejected("INVALID_THRESHOLD", f"threshold must be in (0, 1]: {threshold}")
-    sources = {src.lower(): _read_source(item) for src, item in sorted(evidence.items())}
-    return tuple(_verify(claim, sources, threshold, token_logprobs) for claim in claims)
+    given = _layers_by_name(layer_inputs)
+    if encoder is not None:
+        if EMBEDDING in given:
+            raise InputRejected("DUPLICATE_LAYER", "embedding given both as input and encoder")
+        given[EMBEDDING] = embedding_layer(claims, evidence, encoder)
+    model_layers = _model_layers(given, token_logprobs)
+    sources = {src.lower(): read_source(item) for src, item in sorted(evidence.items())}
+    return tuple(_verify(claim, sources, threshold, model_layers) for claim in claims)
 
 
-def _verify(
-    claim: Claim,
-    sources: Mapping[str, _Source],
-    threshold: float,
-    token_logprobs: Sequence[float] | None,
-) -> ClaimVerdict:
+def _layers_by_name(layer_inputs: Sequence[LayerInput]) -> dict[str, LayerInput]:
+    by_name: dict[str, LayerInput] = {}
+    for layer in layer_inputs:
+        if layer.name in by_name:
+            raise InputRejected("DUPLICATE_LAYER", f"layer {layer.name} given twice")
+        by_name[layer.name] = layer
+    return by_name
+
+
+def _model_layers(given: Mapping[str, LayerInput],
+                  token_logprobs: Sequence[float] | None) -> dict[str, LayerInput]:
+    logprob_reason = ("provider returned no log-probabilities" if token_logprobs is None
+                      else "log-probability scoring not configured")
+    defaults = {L1_CONFIDENCE: logprob_reason, CONTRASTIVE: logprob_reason}
+    return {name: given.get(name) or LayerInput.missing(name, defaults.get(name, "not configured"))
+            for name in MODEL_LAYERS}
+
+
+def _verify(claim: Claim, sources: Mapping[str, EvidenceSource], threshold: float,
+            model_layers: Mapping[str, LayerInput]) -> ClaimVerdict:
     cited = [c for c in claim.citations if c in sources]
     cited_sources = [sources[c] for c in cited]
-    check = _check_atoms(claim, cited_sources or list(sources.values()))
+    check = check_atoms(claim, cited_sources or list(sources.values()))
+    polarity = polarity_conflict(claim.text, cited_sources) if cited_sources else ""
     layers: dict[str, LayerResult] = {
         "citation": _citation_layer(claim, cited),
         "l2_atoms": _atoms_layer(claim, cited_sources, check),
         "l2_coverage": _coverage_layer(claim, cited_sources),
+        "l2_polarity": _polarity_layer(cited_sources, polarity),
     }
-    layers.update(_unavailable_layers(token_logprobs))
-    coverage = layers["l2_coverage"].score or 0.0
-    status, reasons = _status(claim, bool(cited), check, coverage, threshold)
+    layers.update({name: _model_layer(layer, claim.index)
+                   for name, layer in model_layers.items()})
+    support = layers["l2_coverage"].score or 0.0
+    status, reasons = _l2_status(claim, bool(cited), check, support, threshold, polarity)
+    status, reasons = _fold_model_layers(status, reasons, layers)
     return ClaimVerdict(
         claim=claim,
         status=status,
-        support=round(coverage, 6),
+        support=round(support, 6),
         contradicted=bool(check.contradictions) and status != REFUSED,
         reasons=reasons,
         layers=MappingProxyType(layers),
     )
 
 
-def _status(
-    claim: Claim, cited: bool, check: _AtomCheck, coverage: float, threshold: float
-) -> tuple[str, tuple[str, ...]]:
+def _l2_status(claim: Claim, cited: bool, check: AtomCheck, support: float, threshold: float,
+               polarity: str) -> tuple[str, tuple[str, ...]]:
     if is_refusal(claim.text):
         return REFUSED, ("REFUSAL",)
     reasons: list[str] = []
@@ -164,15 +219,40 @@ def _status(
         reasons.append("NO_VALID_CITATION")
     reasons.extend(check.contradictions)
     reasons.extend(f"ATOM_NOT_IN_EVIDENCE:{a.kind}:{a.value}" for a in check.missing)
-    if coverage < threshold:
-        reasons.append(f"LOW_COVERAGE:{coverage:.3f}")
+    if support < threshold:
+        reasons.append(f"LOW_COVERAGE:{support:.3f}")
+    if polarity:
+        reasons.append(polarity)
     if check.contradictions or not cited:
         return UNVERIFIED, tuple(reasons)
-    if not check.missing and coverage >= threshold:
+    if not check.missing and support >= threshold and not polarity:
         return VERIFIED, tuple(reasons)
-    if coverage >= threshold / 2:
+    if support >= threshold / 2:
         return PARTIALLY_VERIFIED, tuple(reasons)
     return UNVERIFIED, tuple(reasons)
+
+
+def _fold_model_layers(status: str, reasons: tuple[str, ...],
+                       layers: Mapping[str, LayerResult]) -> tuple[str, tuple[str, ...]]:
+    """Add a reason for every available model layer below its floor; such a layer lowers
+    VERIFIED to PARTIALLY_VERIFIED. Layers never raise a status."""
+    if status == REFUSED:
+        return status, reasons
+    found = list(reasons)
+    for name in MODEL_LAYERS:
+        layer = layers[name]
+        floor, code = _LAYER_FLOORS[name]
+        if layer.available and layer.score is not None and _below(name, layer.score, floor):
+            found.append(f"{code}:{layer.score:.3f}")
+    lowered = len(found) > len(reasons)
+    if lowered and status == VERIFIED:
+        status = PARTIALLY_VERIFIED
+    return status, tuple(found)
+
+
+def _below(name: str, score: float, floor: float) -> bool:
+    # Δ at exactly zero means "no influence", so the contrastive floor is inclusive.
+    return score <= floor if name == CONTRASTIVE else score < floor
 
 
 # --------------------------------------------------------------------------- layers
@@ -184,7 +264,7 @@ def _citation_layer(claim: Claim, cited: list[str]) -> LayerResult:
     return LayerResult("citation", True, 1.0 if cited else 0.0, detail)
 
 
-def _atoms_layer(claim: Claim, cited: list[_Source], check: _AtomCheck) -> LayerResult:
+def _atoms_layer(claim: Claim, cited: list[EvidenceSource], check: AtomCheck) -> LayerResult:
     if not cited:
         return LayerResult("l2_atoms", False, None, "claim cites no evidence from the prompt")
     if not claim.atoms:
@@ -196,87 +276,72 @@ def _atoms_layer(claim: Claim, cited: list[_Source], check: _AtomCheck) -> Layer
     return LayerResult("l2_atoms", True, round(found / len(claim.atoms), 6), detail)
 
 
-def _coverage_layer(claim: Claim, cited: list[_Source]) -> LayerResult:
+def _coverage_layer(claim: Claim, cited: list[EvidenceSource]) -> LayerResult:
     if not cited:
         return LayerResult("l2_coverage", False, None, "claim cites no evidence from the prompt")
-    terms = sorted(set(content_terms(claim.text)))
-    if not terms:
+    score, missing, total = coverage(claim.text, cited)
+    if not total:
         return LayerResult("l2_coverage", True, 0.0, "claim has no content terms")
-    evidence_terms = frozenset().union(*(source.terms for source in cited))
-    missing = [t for t in terms if t not in evidence_terms]
-    score = (len(terms) - len(missing)) / len(terms)
-    detail = f"{len(terms) - len(missing)}/{len(terms)} content terms in cited evidence"
+    detail = f"{total - len(missing)}/{total} content terms in cited evidence"
     if missing:
         detail += f"; missing: {', '.join(missing[:12])}"
     return LayerResult("l2_coverage", True, round(score, 6), detail)
 
 
-def _unavailable_layers(token_logprobs: Sequence[float] | None) -> dict[str, LayerResult]:
-    logprob_reason = (
-        "provider returned no log-probabilities" if token_logprobs is None
-        else "log-probability scoring not configured"
-    )
-    reasons = {"l1_confidence": logprob_reason, "contrastive": logprob_reason}
-    return {
-        name: LayerResult(name, False, None, reasons.get(name, "not configured"))
-        for name in UNAVAILABLE_LAYERS
-    }
+def _polarity_layer(cited: list[EvidenceSource], conflict: str) -> LayerResult:
+    if not cited:
+        return LayerResult("l2_polarity", False, None, "claim cites no evidence from the prompt")
+    if conflict:
+        return LayerResult("l2_polarity", True, 0.0, conflict)
+    return LayerResult("l2_polarity", True, 1.0, "no reversal of the best-matching evidence")
 
 
-# --------------------------------------------------------------------------- atoms
+def _model_layer(layer: LayerInput, index: int) -> LayerResult:
+    if layer.unavailable:
+        return LayerResult(layer.name, False, None, layer.unavailable)
+    if index not in layer.scores:
+        return LayerResult(layer.name, False, None, "claim not scored by this layer")
+    return LayerResult(layer.name, True, layer.scores[index], layer.details.get(index, ""))
 
 
-def _check_atoms(claim: Claim, sources: list[_Source]) -> _AtomCheck:
-    sentences = [sentence for source in sources for sentence in source.sentences]
-    evidence_atoms = [atom for sentence in sentences for atom in sentence.atoms]
-    missing: list[Atom] = []
-    contradictions: list[str] = []
-    for atom in claim.atoms:
-        if any(_same_fact(atom, other) for other in evidence_atoms):
+def embedding_layer(claims: Sequence[Claim], evidence: Mapping[str, EvidenceItem],
+                    encoder: SentenceEncoder) -> LayerInput:
+    """Per claim, the best cosine similarity to a sentence of the evidence it cites."""
+    sources = {src.lower(): read_source(item) for src, item in sorted(evidence.items())}
+    scores: dict[int, float] = {}
+    details: dict[int, str] = {}
+    for claim in claims:
+        sentences = [s.text for c in claim.citations if c in sources
+                     for s in sources[c].sentences]
+        if not sentences:
             continue
-        missing.append(atom)
-        conflict = _conflicting_value(atom, sentences)
-        if conflict:
-            contradictions.append(
-                f"CONTRADICTED:{atom.kind}:{atom.value}!={conflict}:noun={atom.noun}"
-            )
-    return _AtomCheck(tuple(missing), tuple(contradictions))
+        vectors = encoder.encode([claim.text, *sentences])
+        best = max(_cosine(vectors[0], vector) for vector in vectors[1:])
+        scores[claim.index] = round(best, 6)
+        details[claim.index] = f"best of {len(sentences)} cited sentences"
+    return LayerInput(EMBEDDING, scores, details)
 
 
-def _same_fact(claimed: Atom, found: Atom) -> bool:
-    if claimed.kind != found.kind:
-        return False
-    if claimed.kind == "number":
-        return claimed.value == found.value or (
-            not (claimed.unit and found.unit) and _amount(claimed) == _amount(found)
-        )
-    if claimed.kind in ("date", "regulatory_citation"):
-        # A less specific claim is supported by a more specific source: "March 2026" by
-        # "2026-03-31", "§ 164.312" by "§ 164.312(a)(1)".
-        return claimed.value == found.value or (
-            found.value.startswith(claimed.value) and found.value[len(claimed.value)] in "-.("
-        )
-    return claimed.value == found.value
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    return math.fsum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
 
 
-def _amount(atom: Atom) -> str:
-    return atom.value.split(" ")[0].rstrip("%")
-
-
-def _conflicting_value(atom: Atom, sentences: list[_Sentence]) -> str:
-    """A different value of the same kind and unit stated about the same noun, if any."""
-    if atom.kind not in ("number", "date") or not atom.noun:
-        return ""
-    for sentence in sentences:
-        if not _mentions(sentence, atom.noun):
-            continue
-        for other in sentence.atoms:
-            if other.kind == atom.kind and other.unit == atom.unit and other.value != atom.value:
-                return other.value
-    return ""
-
-
-def _mentions(sentence: _Sentence, noun: str) -> bool:
-    if re.fullmatch(f"[{CJK_CLASS}]+", noun):
-        return noun in sentence.text
-    return stem(noun.casefold()) in sentence.terms
+__all__ = [
+    "CONTRASTIVE_MIN_DELTA",
+    "EMBEDDING_MIN_SIMILARITY",
+    "L1_MIN_MEAN_PROB",
+    "NLI_MIN_ENTAILMENT",
+    "PARTIALLY_VERIFIED",
+    "REFUSED",
+    "STABILITY_MIN_AGREEMENT",
+    "UNVERIFIED",
+    "VERIFIED",
+    "ClaimVerdict",
+    "LayerResult",
+    "SentenceEncoder",
+    "embedding_layer",
+    "is_refusal",
+    "same_fact",
+    "verify_claims",
+]

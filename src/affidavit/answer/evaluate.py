@@ -1,0 +1,96 @@
+"""The Pass 3 evaluator shell: the model calls behind L1, contrastive Δ and L3.
+
+Every call goes through the :class:`~affidavit.answer.guard.GuardedProvider` it is given.
+A layer the provider cannot serve, or whose call fails, is returned unavailable with the
+reason; the RESTRICTED guard's refusals are never swallowed (fail closed). The advisory
+role is evaluated at L1-L2 only (spec 003 §9.1), so it gets no Δ and no stability draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from affidavit.answer.attribution import (
+    TokenScores,
+    confidence_layer,
+    contrastive_layer,
+)
+from affidavit.answer.claims import Claim
+from affidavit.answer.guard import GuardedProvider
+from affidavit.answer.layers import CONTRASTIVE, L1_CONFIDENCE, L3_STABILITY, LayerInput
+from affidavit.answer.providers import ProviderRequest, ProviderResponse
+from affidavit.answer.stability import collect_draws, draw_temperature, stability_layer
+from affidavit.config import ProviderSettings
+from affidavit.errors import ProviderError
+
+ADVISORY_REASON = "not evaluated for the advisory role (L1-L2 only)"
+
+
+def evaluate_layers(
+    provider: GuardedProvider,
+    request: ProviderRequest,
+    response: ProviderResponse,
+    answer: str,
+    claims: Sequence[Claim],
+    settings: ProviderSettings,
+    *,
+    role: str,
+) -> tuple[LayerInput, ...]:
+    """L1, contrastive and L3 inputs for ``claims`` of ``answer`` (the cleaned response)."""
+    if not claims:
+        reason = "the answer has no claims"
+        return tuple(LayerInput.missing(n, reason) for n in (L1_CONFIDENCE, CONTRASTIVE,
+                                                             L3_STABILITY))
+    advisory = role == "advisory"
+    grounded = None if advisory else _score(provider, request, answer)
+    return (
+        _confidence(claims, answer, response, grounded),
+        LayerInput.missing(CONTRASTIVE, ADVISORY_REASON) if advisory
+        else _contrastive(provider, request, answer, claims, grounded),
+        LayerInput.missing(L3_STABILITY, ADVISORY_REASON) if advisory
+        else _stability(provider, request, claims, settings),
+    )
+
+
+def _score(provider: GuardedProvider, request: ProviderRequest,
+           completion: str) -> TokenScores | str:
+    """Scores of ``completion`` after the request's prompt, or why there are none."""
+    if not provider.can_score:
+        return "provider cannot score completions"
+    try:
+        return provider.score(request, completion)
+    except ProviderError as exc:
+        return f"scoring failed: {exc}"
+
+
+def _confidence(claims: Sequence[Claim], answer: str, response: ProviderResponse,
+                grounded: TokenScores | str | None) -> LayerInput:
+    generated = response.token_scores()
+    if generated is not None:
+        return confidence_layer(claims, answer, generated, source_text=response.text)
+    if isinstance(grounded, TokenScores):
+        return confidence_layer(claims, answer, grounded)
+    return LayerInput.missing(L1_CONFIDENCE, "provider returned no log-probabilities")
+
+
+def _contrastive(provider: GuardedProvider, request: ProviderRequest, answer: str,
+                 claims: Sequence[Claim], grounded: TokenScores | str | None) -> LayerInput:
+    if not isinstance(grounded, TokenScores):
+        return LayerInput.missing(CONTRASTIVE, grounded or "provider cannot score completions")
+    bare = ProviderRequest(request.prompt.without_evidence(), request.max_sentences)
+    prior = _score(provider, bare, answer)
+    if not isinstance(prior, TokenScores):
+        return LayerInput.missing(CONTRASTIVE, prior)
+    return contrastive_layer(claims, answer, grounded, prior)
+
+
+def _stability(provider: GuardedProvider, request: ProviderRequest, claims: Sequence[Claim],
+               settings: ProviderSettings) -> LayerInput:
+    if settings.stability_draws <= 0:
+        return LayerInput.missing(L3_STABILITY, "no stability draws configured")
+    try:
+        draws = collect_draws(provider, request, settings.stability_draws,
+                              draw_temperature(settings.temperature))
+    except ProviderError as exc:
+        return LayerInput.missing(L3_STABILITY, f"stability draws failed: {exc}")
+    return stability_layer(claims, draws)

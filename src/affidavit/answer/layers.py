@@ -1,0 +1,72 @@
+"""Inputs to the verification layers that are computed outside L2.
+
+L1 token confidence, contrastive attribution, L3 stability, embedding similarity and NLI
+need a model. They are computed by thin shells (:mod:`affidavit.answer.evaluate`) or by
+the caller, and handed to :func:`~affidavit.answer.verify.verify_claims` as
+:class:`LayerInput` values: a score per claim index, or the reason the layer did not run.
+The values are plain data, so the ledger can record them and a replay can feed the same
+values back in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from affidavit.errors import InputRejected
+
+L1_CONFIDENCE = "l1_confidence"
+CONTRASTIVE = "contrastive"
+L3_STABILITY = "l3_stability"
+EMBEDDING = "embedding"
+NLI = "nli"
+
+MODEL_LAYERS = (L1_CONFIDENCE, CONTRASTIVE, L3_STABILITY, EMBEDDING, NLI)
+"""Layers whose signal comes from a model, in the order the ledger lists them."""
+
+
+@dataclass(frozen=True)
+class LayerInput:
+    """One model layer's signal for an answer's claims.
+
+    ``scores`` maps claim index to score and ``details`` to a short explanation; a claim
+    without a score was not scored (its layer is recorded unavailable for it). A layer that
+    did not run at all has no scores and says why in ``unavailable``.
+    """
+
+    name: str
+    scores: Mapping[int, float] = field(default_factory=dict, hash=False)
+    details: Mapping[int, str] = field(default_factory=dict, hash=False)
+    unavailable: str = ""
+
+    def __post_init__(self) -> None:
+        if self.name not in MODEL_LAYERS:
+            raise InputRejected("UNKNOWN_LAYER", f"no model layer named {self.name!r}")
+        if self.unavailable and self.scores:
+            raise InputRejected("INCONSISTENT_LAYER",
+                                f"layer {self.name} has scores but says it is unavailable")
+        object.__setattr__(self, "scores", MappingProxyType(dict(sorted(self.scores.items()))))
+        object.__setattr__(self, "details", MappingProxyType(dict(sorted(self.details.items()))))
+
+    @classmethod
+    def missing(cls, name: str, reason: str) -> LayerInput:
+        """A layer that did not run, and why."""
+        return cls(name=name, unavailable=reason or "not available")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the ledger (claim indexes become string keys in JSON)."""
+        return {"name": self.name, "unavailable": self.unavailable,
+                "scores": {str(i): s for i, s in self.scores.items()},
+                "details": {str(i): d for i, d in self.details.items()}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LayerInput:
+        """The value :meth:`to_dict` recorded."""
+        return cls(
+            name=str(data["name"]),
+            scores={int(i): float(s) for i, s in dict(data.get("scores", {})).items()},
+            details={int(i): str(d) for i, d in dict(data.get("details", {})).items()},
+            unavailable=str(data.get("unavailable", "")),
+        )

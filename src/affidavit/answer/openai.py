@@ -1,0 +1,265 @@
+"""The ``openai`` provider: any OpenAI-compatible HTTP server (OpenAI, vLLM, llama.cpp
+server, Ollama), spoken over httpx with no SDK.
+
+* :meth:`OpenAIProvider.generate` — ``POST {base_url}/chat/completions`` with the compiled
+  prompt as a system and a user message; token log-probabilities are asked for when
+  ``[provider] logprobs`` is on and kept when the server returns them.
+* :meth:`OpenAIProvider.stream` — the same request with ``stream: true``; server-sent
+  ``data:`` chunks carry ``delta.content`` until ``[DONE]``; think blocks are removed
+  across chunk boundaries.
+* :meth:`OpenAIProvider.score` — the prompt-scoring trick that vLLM, llama.cpp and other
+  completions servers support: ``POST {base_url}/completions`` with the rendered prompt
+  followed by the completion, ``echo: true, logprobs: 1, max_tokens: 0``; the echoed
+  prompt tokens carry their log-probabilities and character offsets.
+
+Connect errors, 429 and 5xx answers are retried ``max_retries`` times with exponential
+backoff (a numeric ``Retry-After`` is honoured up to a bound); every other failure is a
+:class:`~affidavit.errors.ProviderError`. The API key is read from the environment
+variable named by ``api_key_env``. Call it only through
+:class:`~affidavit.answer.guard.GuardedProvider`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from affidavit.answer.attribution import TokenScores
+from affidavit.answer.compiler import CompiledPrompt
+from affidavit.answer.providers import ProviderRequest, ProviderResponse, ThinkStreamFilter
+from affidavit.config import ProviderSettings
+from affidavit.errors import ConfigurationError, InputRejected, ProviderError
+
+SCORING_SEPARATOR = "\n\n"
+"""Between the rendered prompt and the completion when a completion is scored."""
+MAX_RETRY_AFTER_SECONDS = 30.0
+_RETRY_STATUSES = frozenset((429, 500, 502, 503, 504))
+_RETRY_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError)
+
+
+def render_for_scoring(prompt: CompiledPrompt) -> str:
+    """The text a completion is scored after: the whole prompt, then a blank line.
+
+    Chat servers wrap messages in a model-specific template that the completions endpoint
+    does not apply, so scores are an approximation of the chat generation's; both terms of
+    Δ use the same rendering, so the approximation cancels in the difference.
+    """
+    return prompt.text + SCORING_SEPARATOR
+
+
+def chat_messages(prompt: CompiledPrompt) -> list[dict[str, str]]:
+    """The chat messages of a compiled prompt: its system part and its user part."""
+    return [{"role": "system", "content": prompt.system},
+            {"role": "user", "content": prompt.user}]
+
+
+class OpenAIProvider:
+    """An :class:`~affidavit.answer.providers.LLMProvider` over an OpenAI-compatible API."""
+
+    name = "openai"
+
+    def __init__(self, settings: ProviderSettings, *, api_key: str | None = None,
+                 client: httpx.Client | None = None, backoff_seconds: float = 0.5,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if not settings.base_url.strip():
+            raise ConfigurationError("must name the server's base URL", key="provider.base_url")
+        if not settings.model.strip():
+            raise ConfigurationError("must name the model", key="provider.model")
+        if settings.max_retries < 0 or settings.timeout_seconds <= 0:
+            raise ConfigurationError("need max_retries >= 0 and timeout_seconds > 0",
+                                     key="provider")
+        self.settings = settings
+        self.model_id = settings.model
+        self._base = settings.base_url.rstrip("/")
+        key = api_key if api_key is not None else os.environ.get(settings.api_key_env, "")
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._owns_client = client is None
+        self._client = client or httpx.Client(timeout=settings.timeout_seconds)
+        self._backoff = backoff_seconds
+        self._sleep = sleep
+
+    def close(self) -> None:
+        """Close the HTTP client if this provider made it."""
+        if self._owns_client:
+            self._client.close()
+
+    # ------------------------------------------------------------------ generation
+    def generate(self, request: ProviderRequest) -> ProviderResponse:
+        """One chat completion, with token log-probabilities when configured and offered."""
+        data = self._post_json("/chat/completions", self._chat_body(request, stream=False))
+        choice = _first_choice(data)
+        message = choice.get("message")
+        if not isinstance(message, Mapping) or not isinstance(message.get("content"), str):
+            raise ProviderError("the server's answer has no message content")
+        tokens, logprobs = _chat_logprobs(choice.get("logprobs"))
+        return ProviderResponse(
+            text=message["content"], model_id=str(data.get("model") or self.model_id),
+            token_logprobs=logprobs, finish_reason=str(choice.get("finish_reason") or "stop"),
+            tokens=tokens)
+
+    def stream(self, request: ProviderRequest) -> Iterator[str]:
+        """Visible text deltas of a streamed chat completion, think blocks removed."""
+        body = self._chat_body(request, stream=True)
+        return self._stream_deltas(body)
+
+    def _stream_deltas(self, body: dict[str, Any]) -> Iterator[str]:
+        response = self._send("/chat/completions", body, stream=True)
+        visible = ThinkStreamFilter()
+        try:
+            for line in response.iter_lines():
+                delta = _sse_delta(line)
+                if delta is None:
+                    break
+                text = visible.feed(delta)
+                if text:
+                    yield text
+            tail = visible.close()
+            if tail:
+                yield tail
+        except httpx.HTTPError as exc:
+            raise ProviderError(f"the stream broke off: {type(exc).__name__}") from exc
+        finally:
+            response.close()
+
+    def _chat_body(self, request: ProviderRequest, *, stream: bool) -> dict[str, Any]:
+        temperature = (self.settings.temperature if request.temperature is None
+                       else request.temperature)
+        body: dict[str, Any] = {"model": self.model_id, "messages": chat_messages(request.prompt),
+                                "temperature": temperature, "stream": stream}
+        if self.settings.logprobs and not stream:
+            body.update({"logprobs": True, "top_logprobs": 0})
+        return body
+
+    # ------------------------------------------------------------------ scoring
+    def score(self, request: ProviderRequest, completion: str) -> TokenScores:
+        """Log-probabilities of ``completion`` after ``request.prompt`` (echo trick)."""
+        prefix = render_for_scoring(request.prompt)
+        body = {"model": self.model_id, "prompt": prefix + completion, "echo": True,
+                "logprobs": 1, "max_tokens": 0, "temperature": 0.0}
+        data = self._post_json("/completions", body)
+        logprobs = _first_choice(data).get("logprobs")
+        if not isinstance(logprobs, Mapping):
+            raise ProviderError("the server returned no log-probabilities for the prompt")
+        return _completion_scores(logprobs, len(prefix), len(prefix) + len(completion))
+
+    # ------------------------------------------------------------------ transport
+    def _post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = self._send(path, body, stream=False)
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise ProviderError("the server's answer is not JSON") from exc
+        if not isinstance(data, dict):
+            raise ProviderError("the server's answer is not a JSON object")
+        return data
+
+    def _send(self, path: str, body: dict[str, Any], *, stream: bool) -> httpx.Response:
+        """Send with retries on connect errors, 429 and 5xx; any other failure raises."""
+        request = self._client.build_request("POST", self._base + path, json=body,
+                                             headers=self._headers)
+        attempt = 0
+        while True:
+            try:
+                response = self._client.send(request, stream=stream)
+            except _RETRY_ERRORS as exc:
+                if attempt >= self.settings.max_retries:
+                    raise ProviderError(f"cannot reach the provider: {type(exc).__name__}") from exc
+                self._sleep(self._delay(attempt, None))
+                attempt += 1
+                continue
+            except httpx.HTTPError as exc:
+                raise ProviderError(f"provider request failed: {type(exc).__name__}") from exc
+            if response.status_code < 400:
+                return response
+            retry_after = response.headers.get("retry-after")
+            if stream:
+                response.close()
+            if response.status_code not in _RETRY_STATUSES or attempt >= self.settings.max_retries:
+                raise ProviderError(f"provider answered HTTP {response.status_code} on {path}")
+            self._sleep(self._delay(attempt, retry_after))
+            attempt += 1
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        backoff = float(self._backoff * 2**attempt)
+        try:
+            asked = float(retry_after) if retry_after is not None else 0.0
+        except ValueError:
+            asked = 0.0
+        return max(backoff, min(asked, MAX_RETRY_AFTER_SECONDS))
+
+
+def _first_choice(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise ProviderError("the server's answer has no choices")
+    return choices[0]
+
+
+def _chat_logprobs(block: Any) -> tuple[tuple[str, ...] | None, tuple[float, ...] | None]:
+    """Tokens and log-probabilities of a chat choice, or ``(None, None)`` when absent."""
+    if not isinstance(block, Mapping) or not isinstance(block.get("content"), list):
+        return None, None
+    tokens: list[str] = []
+    values: list[float] = []
+    for entry in block["content"]:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("token"), str):
+            raise ProviderError("malformed log-probabilities in the server's answer")
+        logprob = entry.get("logprob")
+        if isinstance(logprob, bool) or not isinstance(logprob, int | float):
+            raise ProviderError("malformed log-probabilities in the server's answer")
+        tokens.append(entry["token"])
+        values.append(float(logprob))
+    return tuple(tokens), tuple(values)
+
+
+def _sse_delta(line: str) -> str | None:
+    """The content of one server-sent line: ``""`` for lines without content, ``None``
+    at ``[DONE]``."""
+    if not line.startswith("data:"):
+        return ""
+    payload = line[len("data:") :].strip()
+    if payload == "[DONE]":
+        return None
+    try:
+        chunk = json.loads(payload)
+    except ValueError as exc:
+        raise ProviderError("malformed stream chunk from the server") from exc
+    choices = chunk.get("choices") if isinstance(chunk, dict) else None
+    if not choices or not isinstance(choices[0], Mapping):
+        return ""
+    delta = choices[0].get("delta")
+    content = delta.get("content") if isinstance(delta, Mapping) else None
+    return content if isinstance(content, str) else ""
+
+
+def _completion_scores(logprobs: Mapping[str, Any], start: int, end: int) -> TokenScores:
+    """The echoed tokens that overlap ``[start, end)``, offsets made relative to ``start``."""
+    tokens = logprobs.get("tokens")
+    values = logprobs.get("token_logprobs")
+    if not isinstance(tokens, list) or not isinstance(values, list) or len(tokens) != len(values):
+        raise ProviderError("malformed log-probabilities in the server's answer")
+    offsets = logprobs.get("text_offset")
+    if not isinstance(offsets, list) or len(offsets) != len(tokens):
+        offsets = list(TokenScores.from_tokens([str(t) for t in tokens],
+                                               [None] * len(tokens)).offsets)
+    kept = [(str(tok), _logprob(val), int(off) - start)
+            for tok, val, off in zip(tokens, values, offsets, strict=True)
+            if int(off) < end and int(off) + max(len(str(tok)), 1) > start]
+    try:
+        return TokenScores(tuple(k[0] for k in kept), tuple(k[1] for k in kept),
+                           tuple(k[2] for k in kept))
+    except InputRejected as exc:
+        raise ProviderError(f"malformed log-probabilities in the server's answer: {exc}") from exc
+
+
+def _logprob(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ProviderError("malformed log-probabilities in the server's answer")
+    return float(value)

@@ -1,0 +1,189 @@
+"""L2 support checks of one claim against evidence text, as pure functions.
+
+* atoms: every atom of the claim must be stated, normalized, in the evidence; a number or
+  date whose controlling noun the evidence states with a *different* value (and not with
+  the claimed one) is a contradiction;
+* coverage: the share of the claim's content terms found in the evidence;
+* polarity: a claim whose direction (increase vs decrease, with negation flipping it) is
+  the opposite of every evidence sentence that best matches it, or a negated claim whose
+  best-matching sentences negate nothing, is not supported however many words it shares.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from affidavit.answer.atoms import Atom, extract_atoms
+from affidavit.answer.claims import Claim
+from affidavit.answer.evidence import EvidenceItem
+from affidavit.answer.text import CJK_CLASS, _sentence_spans, content_terms, stem
+
+POLARITY_SENTENCES = 3
+"""How many best-matching evidence sentences a claim's polarity is compared with."""
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
+_NEGATIONS = frozenset((
+    "not", "no", "never", "neither", "nor", "without", "cannot", "lack", "lacks", "lacking",
+    "absence", "fail", "fails", "failed", "unaffected", "unchanged", "unrelated", "none",
+))
+_CJK_NEGATIONS = re.compile("不|没有|未|无|非|禁止")
+_UP = frozenset(stem(w) for w in (
+    "increase", "increased", "increasing", "higher", "high", "elevated", "elevate", "enhance",
+    "enhanced", "promote", "promoted", "amplify", "amplifies", "more", "greater", "raise",
+    "raised", "rise", "rises", "augment", "accelerate", "induce", "induced", "activate",
+    "activated", "improve", "improved", "boost", "upregulate", "upregulated", "gain", "gains",
+    "stimulate", "stimulated", "positively", "exceed", "exceeds", "above", "extend",
+    "extended", "maximum",
+))
+_DOWN = frozenset(stem(w) for w in (
+    "decrease", "decreased", "decreasing", "reduce", "reduced", "reduction", "lower", "low",
+    "less", "fewer", "diminish", "diminished", "suppress", "suppressed", "impair", "impaired",
+    "inhibit", "inhibited", "attenuate", "attenuated", "decline", "declines", "drop", "drops",
+    "fall", "falls", "counteract", "prevent", "prevented", "block", "blocked", "abolish",
+    "abolished", "downregulate", "downregulated", "loss", "delay", "delayed", "slow", "slows",
+    "negatively", "below", "shorten", "shortened", "minimum",
+))
+
+
+@dataclass(frozen=True)
+class EvidenceSentence:
+    """One sentence of an evidence item, read once."""
+
+    text: str
+    atoms: tuple[Atom, ...]
+    terms: frozenset[str]
+
+
+@dataclass(frozen=True)
+class EvidenceSource:
+    """One evidence item read once: its sentences with their atoms and terms."""
+
+    sentences: tuple[EvidenceSentence, ...]
+    terms: frozenset[str]
+
+
+@dataclass(frozen=True)
+class AtomCheck:
+    """The claim's atoms not found in the evidence, and the contradictions among them."""
+
+    missing: tuple[Atom, ...]
+    contradictions: tuple[str, ...]
+
+
+def read_source(item: EvidenceItem) -> EvidenceSource:
+    """Split an evidence item into sentences with their atoms and content terms."""
+    sentences = tuple(
+        EvidenceSentence(text, extract_atoms(text), frozenset(content_terms(text)))
+        for text in (item.text[s:e] for s, e in _sentence_spans(item.text))
+    )
+    return EvidenceSource(sentences, frozenset().union(*(s.terms for s in sentences)))
+
+
+# --------------------------------------------------------------------------- atoms
+
+
+def check_atoms(claim: Claim, sources: Sequence[EvidenceSource]) -> AtomCheck:
+    """Which of the claim's atoms the evidence lacks, and which it disputes."""
+    sentences = [sentence for source in sources for sentence in source.sentences]
+    evidence_atoms = [atom for sentence in sentences for atom in sentence.atoms]
+    missing: list[Atom] = []
+    contradictions: list[str] = []
+    for atom in claim.atoms:
+        if any(same_fact(atom, other) for other in evidence_atoms):
+            continue
+        missing.append(atom)
+        conflict = _conflicting_value(atom, sentences)
+        if conflict:
+            contradictions.append(
+                f"CONTRADICTED:{atom.kind}:{atom.value}!={conflict}:noun={atom.noun}"
+            )
+    return AtomCheck(tuple(missing), tuple(contradictions))
+
+
+def same_fact(claimed: Atom, found: Atom) -> bool:
+    """Whether ``found`` states the fact ``claimed`` asserts (normalized comparison)."""
+    if claimed.kind != found.kind:
+        return False
+    if claimed.kind == "number":
+        return claimed.value == found.value or (
+            not (claimed.unit and found.unit) and _amount(claimed) == _amount(found)
+        )
+    if claimed.kind in ("date", "regulatory_citation"):
+        # A less specific claim is supported by a more specific source: "March 2026" by
+        # "2026-03-31", "§ 164.312" by "§ 164.312(a)(1)".
+        return claimed.value == found.value or (
+            found.value.startswith(claimed.value) and found.value[len(claimed.value)] in "-.("
+        )
+    return claimed.value == found.value
+
+
+def _amount(atom: Atom) -> str:
+    return atom.value.split(" ")[0].rstrip("%")
+
+
+def _conflicting_value(atom: Atom, sentences: Sequence[EvidenceSentence]) -> str:
+    """A different value of the same kind and unit stated about the same noun, if any."""
+    if atom.kind not in ("number", "date") or not atom.noun:
+        return ""
+    for sentence in sentences:
+        if not _mentions(sentence, atom.noun):
+            continue
+        for other in sentence.atoms:
+            if other.kind == atom.kind and other.unit == atom.unit and other.value != atom.value:
+                return other.value
+    return ""
+
+
+def _mentions(sentence: EvidenceSentence, noun: str) -> bool:
+    if re.fullmatch(f"[{CJK_CLASS}]+", noun):
+        return noun in sentence.text
+    return stem(noun.casefold()) in sentence.terms
+
+
+# --------------------------------------------------------------------------- coverage
+
+
+def coverage(claim_text: str, sources: Sequence[EvidenceSource]) -> tuple[float, list[str], int]:
+    """Share of the claim's content terms in the evidence, the missing terms, term count."""
+    terms = sorted(set(content_terms(claim_text)))
+    if not terms:
+        return 0.0, [], 0
+    evidence_terms = frozenset().union(*(source.terms for source in sources))
+    missing = [t for t in terms if t not in evidence_terms]
+    return (len(terms) - len(missing)) / len(terms), missing, len(terms)
+
+
+# --------------------------------------------------------------------------- polarity
+
+
+def polarity_conflict(claim_text: str, sources: Sequence[EvidenceSource]) -> str:
+    """A reason code when the claim's polarity disagrees with its best evidence, else ``""``."""
+    wanted = frozenset(content_terms(claim_text))
+    sentences = [s for source in sources for s in source.sentences]
+    if not wanted or not sentences:
+        return ""
+    ranked = sorted(range(len(sentences)), key=lambda i: (-len(wanted & sentences[i].terms), i))
+    best = [sentences[i].text for i in ranked[:POLARITY_SENTENCES]]
+    direction, negated = _polarity(claim_text)
+    others = [_polarity(text) for text in best]
+    if direction and all(d and d != direction for d, _ in others):
+        return "POLARITY_MISMATCH:direction"
+    if negated and not direction and not any(n for _, n in others):
+        return "POLARITY_MISMATCH:negation"
+    return ""
+
+
+def _polarity(text: str) -> tuple[int, bool]:
+    """Direction of a sentence (+1 up, -1 down, 0 none or mixed), negation applied, and
+    whether it is negated at all."""
+    words = [w.casefold() for w in _WORD.findall(text)]
+    negations = sum(1 for w in words if w in _NEGATIONS or w.endswith("n't"))
+    negations += len(_CJK_NEGATIONS.findall(text))
+    stems = {stem(w) for w in words}
+    up, down = bool(stems & _UP), bool(stems & _DOWN)
+    direction = 1 if up and not down else -1 if down and not up else 0
+    if negations % 2:
+        direction = -direction
+    return direction, negations > 0

@@ -1,0 +1,275 @@
+"""Ledger replay: re-execute a Claim Ledger record from its logged state and compare.
+
+What is re-executed, each step named in :attr:`ReplayReport.checked` when it ran and in
+:attr:`ReplayReport.skipped` (with the reason) when it could not:
+
+* ``config_version``: the settings in force hash to the version the record names;
+* ``scope``: the out-of-scope gate refuses the question iff the record was refused for it;
+* ``retrieval``: only when the corpus generation and the principal's authorization context
+  are what the record logged: the same candidates, scores and gate decisions;
+* ``prompt``: the prompt recompiled from the logged evidence chunk ids, in their logged
+  order, with the logged template version, hashes to the logged prompt hash;
+* ``verification``: fabricated-citation stripping, claim extraction, verification (fed the
+  logged model-layer inputs) and the Boundary Gate, run on the logged raw response, give
+  the logged claims, output state, reasons and answer.
+
+The model is never called again: the raw response is part of the logged state. Chunks are
+read for audit by id regardless of head state (superseded chunks are retained), so a
+record stays replayable after its documents change.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from affidavit.answer import (
+    EvidenceItem,
+    LayerInput,
+    compile_prompt,
+    decide,
+    extract_claims,
+    governed_refusal,
+    load_template,
+    strip_fabricated,
+    strip_think_blocks,
+    verify_claims,
+)
+from affidavit.authz import StoreAuthorizer
+from affidavit.config import Settings
+from affidavit.errors import NotFound
+from affidavit.records import AuthzContext, Chunk, ScoredChunk
+from affidavit.retrieval import LexicalRetriever, restricted_exit, sire_gate
+from affidavit.retrieval.scope import check_scope
+from affidavit.store.base import Store
+
+Retrieve = Callable[[AuthzContext, str, int], Sequence[ScoredChunk]]
+
+
+@dataclass
+class ReplayReport:
+    """Whether a record reproduces; the first difference found, if any."""
+
+    matches: bool
+    first_difference: str | None
+    checked: list[str]
+    skipped: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the CLI and the service."""
+        return {"matches": self.matches, "first_difference": self.first_difference,
+                "checked": list(self.checked), "skipped": list(self.skipped)}
+
+
+class _Replay:
+    def __init__(self) -> None:
+        self.checked: list[str] = []
+        self.skipped: list[str] = []
+        self.differences: list[str] = []
+
+    def compare(self, step: str, logged: Any, now: Any) -> bool:
+        self.checked.append(step)
+        if logged != now:
+            self.differences.append(f"{step}: logged {_short(logged)}, replayed {_short(now)}")
+            return False
+        return True
+
+    def report(self) -> ReplayReport:
+        first = self.differences[0] if self.differences else None
+        return ReplayReport(first is None, first, self.checked, self.skipped)
+
+
+def replay(store: Store, settings: Settings, record_id: str, *, tenant: str,
+           retrieve: Retrieve | None = None) -> ReplayReport:
+    """Re-execute ledger record ``record_id`` of ``tenant`` and report the first difference.
+
+    ``retrieve(authz, question, limit)`` is the retrieval the engine used (lexical by
+    default).
+    """
+    entry = store.get_ledger(tenant, record_id)
+    if entry is None:
+        raise NotFound(f"no ledger record {record_id}")
+    record: dict[str, Any] = json.loads(entry.payload)
+    run = _Replay()
+    _check_config(run, record, settings)
+    if not run.compare("scope", _refused_for_scope(record),
+                       check_scope(str(record.get("query", "")),
+                                   settings.scope.out_of_scope_entities).refused):
+        return run.report()
+    if "prompt" not in record:
+        run.skipped.append("prompt: the record was refused before any evidence was assembled")
+        return run.report()
+    _check_retrieval(run, store, settings, record, tenant, retrieve)
+    evidence = _logged_evidence(store, record, tenant)
+    if isinstance(evidence, str):
+        run.differences.append(f"prompt: {evidence}")
+        return run.report()
+    _check_prompt(run, record, evidence)
+    _check_verification(run, record, evidence, settings)
+    return run.report()
+
+
+# --------------------------------------------------------------------------- steps
+
+
+def _check_config(run: _Replay, record: Mapping[str, Any], settings: Settings) -> None:
+    # Imported here: the engine imports the ledger package, so a module-level import of
+    # the engine from inside the ledger package would be circular.
+    from affidavit.query import config_version
+
+    run.compare("config_version", record.get("config_version"), config_version(settings))
+
+
+def _refused_for_scope(record: Mapping[str, Any]) -> bool:
+    return any(str(r).startswith("OUT_OF_SCOPE_ENTITY") for r in record.get("reasons", []))
+
+
+def _check_retrieval(run: _Replay, store: Store, settings: Settings, record: Mapping[str, Any],
+                     tenant: str, retrieve: Retrieve | None) -> None:
+    logged_generation = record.get("corpus_generation")
+    if logged_generation is None:
+        run.skipped.append("retrieval: the record does not log its corpus generation")
+        return
+    if logged_generation != store.corpus_generation(tenant):
+        run.skipped.append("retrieval: the corpus changed since the record was made")
+        return
+    authz = _logged_authz(record)
+    if authz is None:
+        run.skipped.append("retrieval: the record does not log its authorization context")
+        return
+    current = StoreAuthorizer(store, settings).context_for(tenant, authz.principal or None)
+    if current.to_dict() != authz.to_dict():
+        run.skipped.append("retrieval: the principal's authorization context changed")
+        return
+    search = retrieve or _lexical(store, settings)
+    candidates = list(search(current, str(record["query"]), settings.retrieval.candidates))
+    now = [{"chunk_id": c.chunk.chunk_id, "score": c.score, "label": c.chunk.label}
+           for c in candidates]
+    if not run.compare("retrieval", record.get("retrieved"), now):
+        return
+    active = store.active_sire(tenant, [c.chunk.version_id for c in candidates])
+    sire = sire_gate(candidates, active)
+    context = restricted_exit(sire.kept, limit=settings.answer.max_evidence)
+    run.compare("gates", record.get("gates"), [sire.to_dict(), context.to_dict()])
+
+
+def _lexical(store: Store, settings: Settings) -> Retrieve:
+    retriever = LexicalRetriever.from_settings(store, settings.lexical)
+    return lambda authz, question, limit: retriever.search(authz, question, limit=limit)
+
+
+def _logged_authz(record: Mapping[str, Any]) -> AuthzContext | None:
+    data = record.get("authz")
+    if not isinstance(data, Mapping):
+        return None
+    return AuthzContext(tenant=str(data["tenant"]), principal=str(data["principal"]),
+                        tokens=frozenset(data["tokens"]),
+                        granted_labels=frozenset(data["granted_labels"]),
+                        policy_version=str(data["policy_version"]))
+
+
+def _logged_evidence(store: Store, record: Mapping[str, Any],
+                     tenant: str) -> list[EvidenceItem] | str:
+    """The prompt's evidence items, in logged order, or why they cannot be rebuilt."""
+    gates = record.get("gates") or []
+    if not gates:
+        return "the record does not log the evidence chunk ids"
+    ids = [str(c) for c in gates[-1].get("kept", [])]
+    labels = {str(r["chunk_id"]): str(r["label"]) for r in record.get("retrieved", [])}
+    chunks = audit_chunks(store, tenant, ids, labels)
+    titles = _logged_titles(store, record, ids)
+    missing = [cid for cid in ids if cid not in chunks]
+    if missing:
+        return f"chunk {missing[0]} is no longer in the store"
+    untitled = [cid for cid in ids if cid not in titles]
+    if untitled:
+        return f"the title of evidence chunk {untitled[0]} is neither logged nor readable"
+    return [EvidenceItem(src=chunks[cid].src, chunk_id=cid, node_id=chunks[cid].node_id,
+                         title=titles[cid], locator=chunks[cid].locator,
+                         text=chunks[cid].text, label=chunks[cid].label,
+                         heading_path=chunks[cid].heading_path) for cid in ids]
+
+
+def _logged_titles(store: Store, record: Mapping[str, Any], ids: list[str]) -> dict[str, str]:
+    """Document titles of the evidence: logged with the evidence, or else read as the
+    logged principal (head chunks only)."""
+    titles = {str(e["chunk_id"]): str(e["title"]) for e in record.get("evidence", [])}
+    authz = _logged_authz(record)
+    unknown = [cid for cid in ids if cid not in titles]
+    if unknown and authz is not None:
+        titles.update({r.chunk.chunk_id: r.title for r in store.get_chunks(authz, unknown)})
+    return titles
+
+
+def audit_chunks(store: Store, tenant: str, chunk_ids: Sequence[str],
+                 labels: Mapping[str, str]) -> dict[str, Chunk]:
+    """Chunks by id for audit, head or superseded, without an authorization filter.
+
+    Only for replaying the ledger: the caller has already been allowed to read the record.
+    Reads through :meth:`Store.chunks_with_label`, grouped by the labels the record logged.
+    """
+    found: dict[str, Chunk] = {}
+    by_label: dict[str, list[str]] = {}
+    for cid in chunk_ids:
+        by_label.setdefault(labels.get(cid, ""), []).append(cid)
+    for label, ids in sorted(by_label.items()):
+        for chunk in store.chunks_with_label(tenant, ids, label):
+            found[chunk.chunk_id] = chunk
+    return found
+
+
+def _check_prompt(run: _Replay, record: Mapping[str, Any], evidence: list[EvidenceItem]) -> None:
+    logged = record["prompt"]
+    prompt = compile_prompt(str(record["query"]), evidence, role=str(record["role"]),
+                            template=load_template(str(logged["template_version"])))
+    run.compare("prompt_hash", logged.get("prompt_hash"), prompt.prompt_hash)
+    run.compare("zones", logged.get("zones"), [list(z) for z in prompt.zones])
+
+
+def _check_verification(run: _Replay, record: Mapping[str, Any], evidence: list[EvidenceItem],
+                        settings: Settings) -> None:
+    if "raw_response" not in record:
+        run.skipped.append("verification: no model response was logged (refused before it)")
+        return
+    by_src = {e.src: e for e in evidence}
+    answer, stripped = strip_fabricated(strip_think_blocks(str(record["raw_response"])),
+                                        by_src.keys())
+    claims = extract_claims(answer)
+    inputs = [LayerInput.from_dict(d) for d in record.get("layer_inputs", [])]
+    verdicts = verify_claims(claims, by_src, threshold=settings.answer.support_threshold,
+                             layer_inputs=inputs)
+    decision = decide(verdicts, role=str(record["role"]), evidence_count=len(evidence),
+                      stripped_citations=stripped)
+    run.compare("stripped_citations", record.get("stripped_citations"), list(stripped))
+    run.compare("claims", [_claim_view(c) for c in record.get("claims", [])],
+                [_claim_view(_verdict_dict(v)) for v in verdicts])
+    run.compare("output_state", record.get("output_state"), decision.output_state)
+    run.compare("gate_reasons", record.get("gate_reasons"), list(decision.reasons))
+    blocked = decision.output_state == "BLOCKED"
+    final = governed_refusal(decision) if blocked or not claims else answer
+    run.compare("answer", record.get("answer"), final)
+
+
+def _verdict_dict(verdict: Any) -> dict[str, Any]:
+    return {"text": verdict.claim.text, "start": verdict.claim.start, "end": verdict.claim.end,
+            "status": verdict.status, "citations": list(verdict.claim.citations),
+            "reasons": list(verdict.reasons), "contradicted": verdict.contradicted,
+            "layers": {name: {"available": layer.available, "score": layer.score}
+                       for name, layer in verdict.layers.items()}}
+
+
+def _claim_view(claim: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a logged claim that replay must reproduce."""
+    layers = claim.get("layers", {})
+    return {"text": claim.get("text"), "start": claim.get("start"), "end": claim.get("end"),
+            "status": claim.get("status"), "citations": list(claim.get("citations", [])),
+            "reasons": list(claim.get("reasons", [])), "contradicted": claim.get("contradicted"),
+            "layers": {name: {"available": layer.get("available"), "score": layer.get("score")}
+                       for name, layer in sorted(layers.items())}}
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return text if len(text) <= 160 else text[:157] + "..."
