@@ -20,6 +20,7 @@ from affidavit.cli_commands import (
     cmd_authz,
     cmd_ingest,
     cmd_init,
+    cmd_ledger_replay,
     cmd_ledger_show,
     cmd_ledger_verify,
     cmd_quarantine,
@@ -137,6 +138,11 @@ def _add_ledger(sub: Any, common: Any, reader: Any, as_json: Any) -> None:
     q = lsub.add_parser("verify", parents=[common, as_json], help="verify the hash chain",
                         description="Verify every record's hash chain; exit 1 if broken.")
     q.set_defaults(func=cmd_ledger_verify)
+    q = lsub.add_parser("replay", parents=[common, as_json], help="re-execute one record",
+                        description="Re-execute retrieval, compilation and verification from "
+                                    "the logged state; exit 1 at the first difference.")
+    q.add_argument("record_id", help="ledger record id or request id")
+    q.set_defaults(func=cmd_ledger_replay)
 
 
 def _add_authz(sub: Any, common: Any, as_json: Any) -> None:

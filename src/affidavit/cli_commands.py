@@ -15,7 +15,7 @@ from affidavit.authz import StoreAuthorizer, parse_principal, parse_subject, par
 from affidavit.config import Settings
 from affidavit.errors import AffidavitError, InputRejected, NotFound
 from affidavit.ingest import QUARANTINED, DocumentOutcome, Ingestor
-from affidavit.ledger import verify_chain
+from affidavit.ledger import replay, verify_chain
 from affidavit.ledger.record import redact_for
 from affidavit.query import Engine
 from affidavit.sources import listing_key, location_scheme, source_for
@@ -233,6 +233,19 @@ def cmd_ledger_verify(ctx: Context) -> int:
         print(f"ledger BROKEN at seq {report.first_bad_seq} (record {report.first_bad_record}): "
               f"{report.reason}; {report.checked} records before it verified")
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_ledger_replay(ctx: Context) -> int:
+    report = replay(ctx.store(), ctx.settings, ctx.args.record_id, tenant=ctx.tenant)
+    if ctx.args.json:
+        _print_json(report.to_dict())
+    elif report.matches:
+        print(f"record reproduces: checked {', '.join(report.checked)}")
+        for skipped in report.skipped:
+            print(f"  not re-executed: {skipped}")
+    else:
+        print(f"record does NOT reproduce: {report.first_difference}")
+    return EXIT_OK if report.matches else EXIT_FAILED
 
 
 def cmd_authz(ctx: Context) -> int:

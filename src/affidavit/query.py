@@ -15,13 +15,18 @@ from typing import Any
 from affidavit.answer import (
     EvidenceItem,
     ExtractiveProvider,
+    FaqCache,
+    FaqMatch,
     GateDecision,
     GuardedProvider,
     LLMProvider,
+    OpenAIProvider,
     ProviderRequest,
+    ProviderResponse,
     RestrictedGuard,
     compile_prompt,
     decide,
+    evaluate_layers,
     extract_claims,
     governed_refusal,
     load_template,
@@ -83,6 +88,12 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
+def _default_provider(settings: Settings) -> LLMProvider:
+    if settings.answer.provider == "openai":
+        return OpenAIProvider(settings.provider)
+    return ExtractiveProvider(max_sentences=settings.answer.max_answer_sentences)
+
+
 def config_version(settings: Settings) -> str:
     data = settings.to_dict()
     data.pop("source_file", None)
@@ -98,8 +109,8 @@ class Engine:
         self.settings = settings
         self.tenant = tenant or settings.tenant
         self.authorizer = authorizer or StoreAuthorizer(store, settings)
-        self.provider: LLMProvider = provider or ExtractiveProvider(
-            max_sentences=settings.answer.max_answer_sentences)
+        self.provider: LLMProvider = provider or _default_provider(settings)
+        self.faq = FaqCache.load(settings.answer.faq_file) if settings.answer.faq_file else None
         self.retriever = LexicalRetriever.from_settings(store, settings.lexical)
         self.template = load_template(settings.answer.template)
         self.ledger = LedgerWriter(store)
@@ -137,6 +148,10 @@ class Engine:
         except AuthorizationError as exc:
             return self._refuse(trace, f"AUTHORIZATION_FAILED: {exc}")
         trace.record["authz"] = authz.to_dict()
+        trace.record["corpus_generation"] = self.store.corpus_generation(self.tenant)
+        faq = self._faq_match(authz, question)
+        if faq is not None:
+            return self._faq_answer(trace, faq)
         candidates = self.retriever.search(authz, question,
                                            limit=self.settings.retrieval.candidates)
         trace.record["retrieved"] = [
@@ -166,22 +181,32 @@ class Engine:
         trace.record["provider"] = {"name": self.provider.name, "model_id": self.provider.model_id}
         if not evidence:
             return self._refuse(trace, "NO_EVIDENCE")
+        trace.record["evidence"] = [item.to_dict() for item in prompt.evidence]
+        request = ProviderRequest(prompt=prompt,
+                                  max_sentences=self.settings.answer.max_answer_sentences)
         try:
-            response = guarded.generate(ProviderRequest(
-                prompt=prompt, max_sentences=self.settings.answer.max_answer_sentences))
+            response = guarded.generate(request)
+            return self._verify_and_emit(trace, request, response, guarded)
         except RestrictedContentError as exc:
             return self._refuse(trace, f"RESTRICTED_GUARD: {exc}")
         except ProviderError as exc:
             return self._refuse(trace, f"PROVIDER_FAILED: {exc}")
-        return self._verify_and_emit(trace, prompt.evidence, response.text)
 
-    def _verify_and_emit(self, trace: _Trace, evidence: tuple[EvidenceItem, ...],
-                         raw: str) -> AskResult:
-        trace.record["raw_response"] = raw
+    def _verify_and_emit(self, trace: _Trace, request: ProviderRequest,
+                         response: ProviderResponse, guarded: GuardedProvider) -> AskResult:
+        evidence = request.prompt.evidence
+        trace.record["raw_response"] = response.text
         by_src = {e.src: e for e in evidence}
-        answer, stripped = strip_fabricated(strip_think_blocks(raw), by_src.keys())
+        answer, stripped = strip_fabricated(strip_think_blocks(response.text), by_src.keys())
         claims = extract_claims(answer)
-        verdicts = verify_claims(claims, by_src, threshold=self.settings.answer.support_threshold)
+        # Model-side layers (L1, contrastive, L3) where the provider offers them; each is
+        # recorded as evaluated or unavailable, and the ledger keeps what the tier allowed.
+        inputs = evaluate_layers(guarded, request, response, answer, claims,
+                                 self.settings.provider, role=trace.role)
+        trace.record["layer_inputs"] = [layer.to_dict() for layer in inputs]
+        trace.record["layers_available"] = {layer.name: not layer.unavailable for layer in inputs}
+        verdicts = verify_claims(claims, by_src, threshold=self.settings.answer.support_threshold,
+                                 layer_inputs=inputs)
         decision = decide(verdicts, role=trace.role, evidence_count=len(evidence),
                           stripped_citations=stripped)
         claim_dicts = [{
@@ -204,6 +229,26 @@ class Engine:
         return self._emit(trace, decision.output_state, final,
                           [] if blocked else claim_dicts, [] if blocked else citations,
                           list(decision.reasons))
+
+    def _faq_match(self, authz: AuthzContext, question: str) -> FaqMatch | None:
+        if self.faq is None:
+            return None
+
+        def can_read_source(source_id: str) -> bool:
+            # Every head chunk of the source must be readable: the vetted answer may rest on
+            # any part of it.
+            ids = self.store.source_chunk_ids(self.tenant, source_id)
+            return bool(ids) and len(self.store.get_chunks(authz, ids)) == len(ids)
+
+        return self.faq.match(question, can_read_source=can_read_source,
+                              granted_labels=authz.granted_labels,
+                              out_of_scope_entities=self.settings.scope.out_of_scope_entities)
+
+    def _faq_answer(self, trace: _Trace, match: FaqMatch) -> AskResult:
+        trace.record["faq"] = {"entry": match.entry.to_dict(), "kind": match.kind,
+                               "similarity": match.similarity}
+        state = "NARRATIVE_ONLY" if trace.role == "advisory" else "AUTHORIZED"
+        return self._emit(trace, state, match.entry.answer, [], [], ["FAQ_SHORT_CIRCUIT"])
 
     def _refuse(self, trace: _Trace, reason: str) -> AskResult:
         state = "REQUIRES_SPEC" if reason == "NO_EVIDENCE" else "BLOCKED"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,10 @@ Run = Callable[..., tuple[int, str, str]]
 
 @pytest.fixture
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> Run:
-    """Run the CLI in-process in an empty working directory; return (code, stdout, stderr)."""
+        capsys: pytest.CaptureFixture[str]) -> Iterator[Run]:
+    """Run the CLI in-process in an empty working directory; return (code, stdout, stderr).
+
+    On teardown every ledger record the test made is replayed and must reproduce."""
     monkeypatch.chdir(tmp_path)
     for name in ("AFFIDAVIT_DB", "AFFIDAVIT_TENANT", "AFFIDAVIT_CONFIG"):
         monkeypatch.delenv(name, raising=False)
@@ -31,7 +34,23 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         out, err = capsys.readouterr()
         return code, out, err
 
-    return invoke
+    yield invoke
+    _replay_every_record(invoke, tmp_path)
+
+
+def _replay_every_record(invoke: Run, workdir: Path) -> None:
+    """Every ledger record an end-to-end test made must reproduce from its logged state."""
+    db = workdir / ".affidavit" / "affidavit.db"
+    if not db.exists():
+        return
+    with sqlite3.connect(db) as conn:
+        ids = [r[0] for r in conn.execute("SELECT record_id FROM ledger ORDER BY seq")]
+    tampered = invoke("ledger", "verify")[0] != 0
+    for record_id in ids:
+        code, out, _ = invoke("ledger", "replay", record_id, "--json")
+        if tampered and code != 0:
+            continue  # a test that broke the chain on purpose changed a record
+        assert code == 0, f"{record_id} does not reproduce: {out}"
 
 
 @pytest.fixture

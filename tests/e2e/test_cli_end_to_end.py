@@ -129,3 +129,20 @@ def test_out_of_scope_entity_is_refused_before_retrieval(example_workspace: Run)
     assert answer["output_state"] == "BLOCKED"
     assert answer["citations"] == []
     assert any(r.startswith("OUT_OF_SCOPE_ENTITY") for r in answer["reasons"])
+
+
+def test_faq_short_circuit_only_for_callers_who_may_read_its_sources(
+        example_workspace: Run, tmp_path: Path) -> None:
+    (tmp_path / "faq.toml").write_text(
+        '[[entries]]\nquestion = "What is the nightly hotel limit in London?"\n'
+        'answer = "GBP 185 per night, excluding breakfast and local taxes."\n'
+        'sources = ["hm-pol-002"]\n', encoding="utf-8")
+    with (tmp_path / "affidavit.toml").open("a", encoding="utf-8") as config:
+        config.write('\n[answer]\nfaq_file = "faq.toml"\n')
+    staff = as_json(example_workspace("ask", "what is the nightly hotel limit in London",
+                                      "--as", "user:sam.reed", "--json")[1])
+    assert staff["output_state"] == "AUTHORIZED" and staff["reasons"] == ["FAQ_SHORT_CIRCUIT"]
+    assert staff["answer"].startswith("GBP 185")
+    outsider = as_json(example_workspace("ask", "What is the nightly hotel limit in London?",
+                                         "--as", "user:stranger", "--json")[1])
+    assert outsider["reasons"] != ["FAQ_SHORT_CIRCUIT"] and "185" not in outsider["answer"]

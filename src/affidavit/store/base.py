@@ -210,6 +210,10 @@ class Store(Protocol):
     def chunks_with_label(self, tenant: str, chunk_ids: Sequence[str],
                           label: str) -> list[Chunk]: ...
 
+    def source_chunk_ids(self, tenant: str, source_id: str) -> list[str]:
+        """Head chunk ids of the node(s) with this source id (any source system)."""
+        ...
+
     def corpus_generation(self, tenant: str) -> int:
         """A counter that changes whenever the served corpus of the tenant changes."""
         ...

@@ -265,6 +265,13 @@ class SQLiteStore(GovernanceTables, VectorTables):
         return True
 
     # ------------------------------------------------------------------ retrieval
+    def source_chunk_ids(self, tenant: str, source_id: str) -> list[str]:
+        rows = self._read(
+            "SELECT c.chunk_id FROM nodes n CROSS JOIN chunks c ON c.tenant_id = n.tenant_id "
+            "AND c.node_id = n.node_id WHERE n.tenant_id = ? AND n.source_id = ? "
+            "AND c.is_head = 1 ORDER BY c.chunk_id", (tenant, source_id))
+        return [str(r[0]) for r in rows]
+
     def corpus_generation(self, tenant: str) -> int:
         rows = self._read("SELECT generation FROM lexical_stats WHERE tenant_id = ?", (tenant,))
         return int(str(rows[0][0])) if rows else 0
