@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from affidavit import config as config_module
-from affidavit.authz import StoreAuthorizer, parse_principal, parse_subject, parse_tuple
+from affidavit.authz import (
+    FailClosedAuthorizer,
+    StoreAuthorizer,
+    may_view_record,
+    parse_principal,
+    parse_subject,
+    parse_tuple,
+)
 from affidavit.config import Settings
 from affidavit.errors import AffidavitError, InputRejected, NotFound
 from affidavit.ingest import QUARANTINED, DocumentOutcome, Ingestor
@@ -204,9 +211,11 @@ def cmd_ask(ctx: Context) -> int:
 
 def cmd_ledger_show(ctx: Context) -> int:
     store = ctx.store()
-    authz = StoreAuthorizer(store, ctx.settings).context_for(ctx.tenant, ctx.args.as_principal)
+    authz = FailClosedAuthorizer(StoreAuthorizer(store, ctx.settings)).context_for(
+        ctx.tenant, ctx.args.as_principal)
     entry = store.get_ledger(ctx.tenant, ctx.args.record_id)
-    if entry is None:
+    # Someone else's record reads exactly like an id that was never issued.
+    if entry is None or not may_view_record(json.loads(entry.payload), authz):
         raise NotFound(f"no ledger record {ctx.args.record_id} that you may see")
     view = redact_for(entry, authz, store)
     if ctx.args.json:

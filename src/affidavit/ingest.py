@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
-from affidavit.authz.tuples import parse_subject
+from affidavit.authz.tuples import document_object_tokens, parse_subject
 from affidavit.chunking import chunk_document
 from affidavit.classify import SensitivityPolicy, build_segments, classify_paragraphs
 from affidavit.config import Settings
@@ -223,12 +223,18 @@ class Ingestor:
         return outcome
 
     def _acl_for(self, metadata: DocumentMetadata, outcome: DocumentOutcome) -> tuple[str, ...]:
+        """The version's ACL tokens: its subjects, its ``doc:`` object and the ``folder:``
+        objects of its path, so that viewer and parent tuples on them (folder inheritance)
+        take effect at query time with no re-index."""
         subjects = metadata.acl if metadata.acl is not None else self.settings.acl.default
-        acl = tuple(sorted({parse_subject(s) for s in subjects}))
+        acl = {parse_subject(s) for s in subjects}
         if not acl:
-            outcome.warnings.append(
-                "no acl in its metadata and no [acl] default configured: nobody can read it")
-        return acl
+            outcome.warnings.append("no acl in its metadata and no [acl] default configured: "
+                                    "nobody can read it but viewers named by doc: or folder: "
+                                    "tuples")
+        if outcome.node_id:
+            acl.update(document_object_tokens(outcome.node_id, outcome.alias))
+        return tuple(sorted(acl))
 
     def _bundle(self, document: SourceDocument, extracted: ExtractedDocument,
                 metadata: DocumentMetadata, source_id: str, node_id: str, version_id: str,

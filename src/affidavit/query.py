@@ -34,12 +34,13 @@ from affidavit.answer import (
     strip_think_blocks,
     verify_claims,
 )
-from affidavit.authz import Authorizer, StoreAuthorizer
+from affidavit.authz import Authorizer, FailClosedAuthorizer, StoreAuthorizer
 from affidavit.config import RESTRICTED, Settings
 from affidavit.errors import AuthorizationError, ProviderError, RestrictedContentError
 from affidavit.ledger.record import LedgerWriter
 from affidavit.records import AuthzContext, ScoredChunk, canonical_json, stable_hash
 from affidavit.retrieval import LexicalRetriever, restricted_exit, sire_gate
+from affidavit.retrieval.compliance import EvidenceSubject, score_query
 from affidavit.retrieval.scope import check_scope
 from affidavit.store.base import Store
 
@@ -108,7 +109,9 @@ class Engine:
         self.store = store
         self.settings = settings
         self.tenant = tenant or settings.tenant
-        self.authorizer = authorizer or StoreAuthorizer(store, settings)
+        # Whatever authorizer is given, any failure of it closes the request.
+        self.authorizer: Authorizer = FailClosedAuthorizer(
+            authorizer or StoreAuthorizer(store, settings))
         self.provider: LLMProvider = provider or _default_provider(settings)
         self.faq = FaqCache.load(settings.answer.faq_file) if settings.answer.faq_file else None
         self.retriever = LexicalRetriever.from_settings(store, settings.lexical)
@@ -167,6 +170,12 @@ class Engine:
         trace.record["sire"] = {
             r.version_id: {"sire_id": r.sire_id, **r.sire.to_dict()}
             for r in sorted(active.values(), key=lambda r: r.version_id)}
+        sire_of = {r.version_id: r.sire for r in active.values()}
+        kept = [EvidenceSubject(c.chunk.chunk_id, sire_of[c.chunk.version_id].subject,
+                                sire_of[c.chunk.version_id].relevant, c.score)
+                for c in context.kept]
+        trace.record["compliance"] = score_query(trace.question, kept,
+                                                 sire_of.values()).to_dict()
         evidence = [EvidenceItem(src=c.chunk.src, chunk_id=c.chunk.chunk_id,
                                  node_id=c.chunk.node_id, title=c.title, locator=c.chunk.locator,
                                  text=c.chunk.text, label=c.chunk.label,

@@ -12,7 +12,7 @@ from tests.e2e.test_invariants import ingest_examples
 from affidavit.answer import ScriptedProvider
 from affidavit.config import Settings
 from affidavit.errors import NotFound
-from affidavit.ledger.replay import replay
+from affidavit.ledger.replay_record import replay
 from affidavit.query import Engine, _Trace
 from affidavit.records import ScoredChunk
 from affidavit.store import SQLiteStore

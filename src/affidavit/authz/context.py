@@ -1,9 +1,36 @@
 """Authorization context: who is asking, expanded once per request.
 
+The seam
+--------
+Retrieval never asks "may X read Y?". It takes one :class:`~affidavit.records.AuthzContext`
+per request and filters inside every store query with it: a chunk is visible when its ACL
+tokens meet ``context.tokens``, its label is in ``context.granted_labels`` and it belongs to
+a head version. An :class:`Authorizer` is anything that produces that context, so another
+policy engine plugs in here and nowhere else.
+
 The default :class:`StoreAuthorizer` reads tuples and grants from the settings and from the
-store on every call (no cache), so a removed tuple or a revoked grant takes effect on the very
-next request. An external engine (OpenFGA, SpiceDB) fits behind the same
-:class:`Authorizer` protocol without any change to retrieval.
+store on every call (no cache), so a removed tuple or a revoked grant takes effect on the
+very next request.
+
+Adding an external engine (OpenFGA, SpiceDB)
+--------------------------------------------
+Write a class with ``context_for(tenant, principal) -> AuthzContext`` that asks the engine,
+in the tenant's store or namespace, for:
+
+* the usersets the principal belongs to (OpenFGA ``ListObjects(type=group, relation=member,
+  user=...)``, SpiceDB ``LookupResources``), as ``group:NAME#member`` tokens, plus the
+  principal itself and ``*``;
+* the ``doc:``, ``folder:`` and ``collection:`` objects it may ``view``, folder inheritance
+  resolved by the engine (its model: ``define viewer: [user, group#member] or viewer from
+  parent``), as the object strings of :mod:`affidavit.authz.tuples`;
+* the labels granted to any of those subjects, always including ``PUBLIC``;
+* a version of the policy it answered from (a consistency token or model id), recorded in
+  the ledger.
+
+Pass it to ``Engine(authorizer=...)``. Nothing in retrieval changes, and
+:class:`FailClosedAuthorizer` (which the engine wraps around every authorizer) turns any
+exception or malformed answer of the adapter into :class:`AuthorizationError`: no context,
+no retrieval.
 """
 
 from __future__ import annotations
@@ -11,13 +38,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from affidavit.authz.tuples import EVERYONE, parse_principal, parse_tuple
+from affidavit.authz.expand import PolicyIndex, granted_labels, policy_version
+from affidavit.authz.tuples import parse_principal, parse_tuple
 from affidavit.config import PUBLIC, Settings
-from affidavit.errors import AffidavitError, AuthorizationError
-from affidavit.records import AuthzContext, canonical_json, stable_hash
+from affidavit.errors import AuthorizationError
+from affidavit.records import AuthzContext
 from affidavit.store.base import RelationTuple, Store
-
-MAX_GROUP_DEPTH = 32
 
 
 class Authorizer(Protocol):
@@ -26,42 +52,19 @@ class Authorizer(Protocol):
     def context_for(self, tenant: str, principal: str | None) -> AuthzContext: ...
 
 
-def expand_tokens(principal: str, tuples: Iterable[RelationTuple]) -> frozenset[str]:
-    """The principal, every group it belongs to (transitively), and the tenant-wide token."""
-    members: dict[str, set[str]] = {}
-    for rel in tuples:
-        if rel.object.startswith("group:") and rel.relation == "member":
-            members.setdefault(rel.subject, set()).add(f"{rel.object}#member")
-    tokens = {principal, EVERYONE}
-    frontier = [principal]
-    for _ in range(MAX_GROUP_DEPTH):
-        nxt: list[str] = []
-        for subject in frontier:
-            for group in sorted(members.get(subject, ())):
-                if group not in tokens:
-                    tokens.add(group)
-                    nxt.append(group)
-        if not nxt:
-            break
-        frontier = nxt
-    return frozenset(tokens)
-
-
-def granted_labels(tokens: Iterable[str], grants: Mapping[str, Iterable[str]]) -> frozenset[str]:
-    """Union of the labels granted to any of the tokens; PUBLIC always. Never by severity."""
-    labels = {PUBLIC}
-    for token in tokens:
-        labels.update(grants.get(token, ()))
-    return frozenset(labels)
-
-
-def policy_version(tuples: Iterable[RelationTuple], grants: Mapping[str, Iterable[str]]) -> str:
-    """A hash of the whole policy a decision was made under; recorded in the ledger."""
-    data = {
-        "tuples": sorted(str(t) for t in tuples),
-        "grants": {k: sorted(set(v)) for k, v in sorted(grants.items())},
-    }
-    return stable_hash("policy", canonical_json(data))[:16]
+def build_context(tenant: str, principal: str, tuples: Iterable[RelationTuple],
+                  grants: Mapping[str, Iterable[str]]) -> AuthzContext:
+    """The context of one principal under one policy (pure)."""
+    policy = list(tuples)
+    index = PolicyIndex.build(policy)
+    subjects = index.subjects(principal)
+    return AuthzContext(
+        tenant=tenant,
+        principal=principal,
+        tokens=subjects | index.viewed(subjects),
+        granted_labels=granted_labels(subjects, grants),
+        policy_version=policy_version(policy, grants),
+    )
 
 
 class StoreAuthorizer:
@@ -72,12 +75,15 @@ class StoreAuthorizer:
         self.settings = settings
 
     def config_tuples(self) -> list[RelationTuple]:
+        """Tuples declared in the settings file (read-only from the CLI)."""
         return [parse_tuple(text, source="config") for text in self.settings.authz.tuples]
 
     def all_tuples(self, tenant: str) -> list[RelationTuple]:
+        """Settings tuples and the tenant's stored tuples."""
         return [*self.config_tuples(), *self.store.list_tuples(tenant)]
 
     def all_grants(self, tenant: str) -> dict[str, set[str]]:
+        """Label grants by subject, from the settings and the tenant's store."""
         grants: dict[str, set[str]] = {}
         for subject, labels in self.settings.grants.items():
             grants.setdefault(subject, set()).update(labels)
@@ -86,6 +92,7 @@ class StoreAuthorizer:
         return grants
 
     def context_for(self, tenant: str, principal: str | None) -> AuthzContext:
+        """Read the live policy and expand it for ``principal``; fail closed on any error."""
         who = parse_principal(principal)
         try:
             if not self.store.tenant_exists(tenant):
@@ -94,13 +101,68 @@ class StoreAuthorizer:
             grants = self.all_grants(tenant)
         except AuthorizationError:
             raise
-        except AffidavitError as exc:
-            raise AuthorizationError(f"authorization data unavailable: {exc}") from exc
-        tokens = expand_tokens(who, tuples)
-        return AuthzContext(
-            tenant=tenant,
-            principal=who,
-            tokens=tokens,
-            granted_labels=granted_labels(tokens, grants),
-            policy_version=policy_version(tuples, grants),
-        )
+        except Exception as exc:
+            raise AuthorizationError(
+                f"authorization data unavailable ({type(exc).__name__})") from exc
+        return build_context(tenant, who, tuples, grants)
+
+
+class FailClosedAuthorizer:
+    """Wraps any authorizer so that every failure is an :class:`AuthorizationError`.
+
+    The principal is validated before the inner authorizer is called; an exception of any
+    kind, or an answer that is not a context for exactly this tenant and principal, becomes
+    an AuthorizationError whose message names only the exception type (an adapter's error
+    text may quote data the caller must not see).
+    """
+
+    def __init__(self, inner: Authorizer):
+        self.inner = inner
+
+    def context_for(self, tenant: str, principal: str | None) -> AuthzContext:
+        """The inner authorizer's context, checked; AuthorizationError on anything else."""
+        who = parse_principal(principal)
+        try:
+            context = self.inner.context_for(tenant, who)
+        except AuthorizationError:
+            raise
+        except Exception as exc:
+            raise AuthorizationError(f"authorizer failed ({type(exc).__name__})") from exc
+        return checked_context(context, tenant, who)
+
+
+def checked_context(context: object, tenant: str, principal: str) -> AuthzContext:
+    """``context`` if it is a well-formed context of ``tenant`` and ``principal``."""
+    if not isinstance(context, AuthzContext):
+        raise AuthorizationError("authorizer returned no authorization context")
+    if context.tenant != tenant or context.principal != principal:
+        raise AuthorizationError("authorizer answered for another tenant or principal")
+    well_formed = (
+        isinstance(context.tokens, frozenset)
+        and all(isinstance(t, str) and t for t in context.tokens)
+        and isinstance(context.granted_labels, frozenset)
+        and all(isinstance(label, str) for label in context.granted_labels)
+        and PUBLIC in context.granted_labels
+        and isinstance(context.policy_version, str) and bool(context.policy_version)
+    )
+    if not well_formed:
+        raise AuthorizationError("authorizer returned a malformed authorization context")
+    return context
+
+
+class StaticAuthorizer:
+    """A test double and an example adapter: a fixed policy held in memory."""
+
+    def __init__(self, tuples: Iterable[RelationTuple],
+                 grants: Mapping[str, Iterable[str]] | None = None,
+                 tenants: Iterable[str] = ("default",)):
+        self.tuples = list(tuples)
+        self.grants = {k: set(v) for k, v in (grants or {}).items()}
+        self.tenants = frozenset(tenants)
+
+    def context_for(self, tenant: str, principal: str | None) -> AuthzContext:
+        """The context under the fixed policy; unknown tenants fail closed."""
+        who = parse_principal(principal)
+        if tenant not in self.tenants:
+            raise AuthorizationError(f"unknown tenant {tenant!r}")
+        return build_context(tenant, who, self.tuples, self.grants)

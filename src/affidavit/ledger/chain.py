@@ -10,8 +10,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from affidavit.store.base import LedgerEntry
+if TYPE_CHECKING:  # the store imports this module; a runtime import would be a cycle
+    from affidavit.store.base import LedgerEntry
 
 GENESIS_HASH = "0" * 64
 

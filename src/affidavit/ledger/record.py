@@ -42,14 +42,24 @@ def evidence_chunk_ids(record: dict[str, Any]) -> list[str]:
     return sorted(ids)
 
 
+def referenced_chunk_ids(record: dict[str, Any]) -> list[str]:
+    """Every chunk id a record names: retrieved, kept or dropped by a gate, or cited."""
+    ids = set(evidence_chunk_ids(record))
+    ids.update(r["chunk_id"] for r in record.get("retrieved", []))
+    for gate in record.get("gates", []):
+        ids.update(d["chunk_id"] for d in gate.get("dropped", []))
+    return sorted(ids)
+
+
 def redact_for(entry: LedgerEntry, authz: AuthzContext, store: Store) -> dict[str, Any]:
-    """The record as this caller may see it: texts of evidence it cannot read are withheld."""
+    """The record as this caller may see it: texts of evidence it cannot read are withheld,
+    and so is anything derived from a source it cannot read (its SIRE identity)."""
     record: dict[str, Any] = json.loads(entry.payload)
-    wanted = evidence_chunk_ids(record)
-    visible = {r.chunk.chunk_id for r in store.get_chunks(authz, wanted)}
-    hidden = [cid for cid in wanted if cid not in visible]
+    readable = store.get_chunks(authz, referenced_chunk_ids(record))
+    visible = {r.chunk.chunk_id for r in readable}
+    hidden = [cid for cid in evidence_chunk_ids(record) if cid not in visible]
     if hidden:
-        for key in ("prompt", "raw_response", "answer", "claims", "query"):
+        for key in ("prompt", "raw_response", "answer", "claims", "query", "compliance"):
             if key in record:
                 record[key] = WITHHELD
         record["citations"] = [c for c in record.get("citations", [])
@@ -59,6 +69,9 @@ def redact_for(entry: LedgerEntry, authz: AuthzContext, store: Store) -> dict[st
     for gate in record.get("gates", []):
         gate["kept"] = [c for c in gate.get("kept", []) if c in visible]
         gate["dropped"] = [d for d in gate.get("dropped", []) if d["chunk_id"] in visible]
+    # SIRE terms are drawn from a source's text: shown only for sources readable now.
+    versions = {r.chunk.version_id for r in readable}
+    record["sire"] = {v: s for v, s in record.get("sire", {}).items() if v in versions}
     if record.get("principal") != authz.principal:
         record.pop("authz", None)
     return {"seq": entry.seq, "record_hash": entry.record_hash, "prev_hash": entry.prev_hash,

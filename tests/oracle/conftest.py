@@ -1,0 +1,89 @@
+"""The oracle's universe: two generated tenants ingested into one real SQLite store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from affidavit.answer import ExtractiveProvider, ProviderRequest, ProviderResponse
+from affidavit.authz import may_view_record
+from affidavit.config import Settings
+from affidavit.identity.lifecycle import approve_sire
+from affidavit.ingest import Ingestor
+from affidavit.ledger.record import redact_for
+from affidavit.query import Engine
+from affidavit.sources import LocalFolderSource
+from affidavit.store import SQLiteStore
+from tests.oracle.oracle_world import AT, World, generate_world
+
+SHARED_USERS = [f"user:shared-{i:02d}" for i in range(10)]
+
+
+class RecordingProvider:
+    """Answers like the extractive provider and keeps every request it was sent."""
+
+    name = "recording"
+    model_id = "recording-1"
+
+    def __init__(self) -> None:
+        self.requests: list[ProviderRequest] = []
+        self.inner = ExtractiveProvider()
+
+    def generate(self, request: ProviderRequest) -> ProviderResponse:
+        self.requests.append(request)
+        return self.inner.generate(request)
+
+
+@dataclass
+class Universe:
+    store: SQLiteStore
+    settings: Settings
+    worlds: dict[str, World]
+    engines: dict[str, Engine]
+    providers: dict[str, RecordingProvider]
+    chunk_marker: dict[tuple[str, str], str]
+
+    def ledger_show(self, tenant: str, principal: str, record_id: str) -> dict[str, Any] | None:
+        """What ``ledger show`` gives: the caller's own record, redacted, or nothing."""
+        authz = self.engines[tenant].authz_context(principal)
+        entry = self.store.get_ledger(tenant, record_id)
+        if entry is None or not may_view_record(json.loads(entry.payload), authz):
+            return None
+        return redact_for(entry, authz, self.store)
+
+
+def build_universe(root: Path, *, seeds: tuple[int, int] = (1, 2)) -> Universe:
+    settings = Settings()
+    store = SQLiteStore(root / "oracle.db")
+    worlds = {
+        "acme": generate_world("acme", "a", seed=seeds[0], shared_users=SHARED_USERS),
+        "globex": generate_world("globex", "b", seed=seeds[1], shared_users=SHARED_USERS),
+    }
+    for tenant, world in worlds.items():
+        world.write_corpus(root / tenant)
+        source = LocalFolderSource(root / tenant, max_document_bytes=1 << 20)
+        summary = Ingestor(store, settings, tenant=tenant).run([source])
+        assert summary.count("ingested") == len(world.docs), summary.to_dict()
+        world.write_policy(store)
+        for record in store.list_sire(tenant, state="PROPOSED"):
+            approve_sire(store, tenant, record.sire_id, by="user:curator", at=AT)
+    providers = {t: RecordingProvider() for t in worlds}
+    engines = {t: Engine(store, settings, tenant=t, provider=providers[t]) for t in worlds}
+    markers = {}
+    for tenant, chunk_id, text in store._read("SELECT tenant_id, chunk_id, text FROM chunks"):
+        found = {m for m in worlds[str(tenant)].by_marker if m in str(text)}
+        assert len(found) == 1, "every chunk carries exactly its own document's marker"
+        markers[(str(tenant), str(chunk_id))] = found.pop()
+    return Universe(store, settings, worlds, engines, providers, markers)
+
+
+@pytest.fixture(scope="module")
+def universe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Universe]:
+    built = build_universe(tmp_path_factory.mktemp("oracle"))
+    yield built
+    built.store.close()
