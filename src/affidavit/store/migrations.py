@@ -228,4 +228,10 @@ CREATE TABLE source_listings (
 ALTER TABLE quarantine ADD COLUMN released_by TEXT;
 ALTER TABLE quarantine ADD COLUMN released_at TEXT;
 """),
+    Migration(4, "lookup_indexes", """
+-- Every commit counts a node's aliases, and SIRE lookups find head versions by id.
+CREATE INDEX aliases_node ON aliases (tenant_id, node_id);
+CREATE INDEX head_map_version ON head_map (tenant_id, version_id);
+CREATE INDEX nodes_source ON nodes (tenant_id, source_id);
+"""),
 )
