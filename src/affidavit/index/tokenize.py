@@ -13,7 +13,8 @@ Rules, in the order they apply:
 4. Words joined by a ``.`` with a digit on both sides stay one token, so clause identifiers
    (``cc6.1``, ``164.312``, ``v2.0.1``) are searchable as written; a sentence-ending dot is
    followed by a space and never joins.
-5. Stop words (compared after step 1) are dropped, CJK grams included.
+5. Stop words (compared after step 1) are dropped, CJK grams included. An entry ``@name``
+   stands for the built-in list ``name`` (:mod:`affidavit.index.stopwords`).
 6. Words are stemmed with the Snowball stemmer of the configured language, except words
    holding a digit (identifiers stay exact), words longer than :data:`MAX_STEM_CHARS` and
    CJK grams.
@@ -32,6 +33,7 @@ import Stemmer
 
 from affidavit.config import LexicalSettings
 from affidavit.errors import ConfigurationError
+from affidavit.index.stopwords import expand_stop_words
 from affidavit.records import stable_hash
 
 TOKENIZER_VERSION = "1"
@@ -146,7 +148,9 @@ class Tokenizer:
         self._stem = stem
         algorithm = _resolve_language(language)
         self._algorithm = algorithm if stem else ""
-        self._stop_words = frozenset(w for w in (_normalize(s).strip() for s in stop_words) if w)
+        # "@english" names a built-in list (index/stopwords.py); other entries are words.
+        words = expand_stop_words(stop_words)
+        self._stop_words = frozenset(w for w in (_normalize(s).strip() for s in words) if w)
         self._stems: dict[str, str] = {}
 
     @classmethod

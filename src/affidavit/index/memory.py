@@ -1,0 +1,267 @@
+"""The in-memory accelerated index: BM25 and exact cosine over numpy arrays, governed.
+
+One :class:`TenantIndex` per tenant and corpus generation, built from an
+:class:`~affidavit.index.snapshot.IndexSnapshot`; :class:`MemoryIndex` keeps them and
+rebuilds one when its tenant's generation changes, so a query never sees a stale corpus.
+
+The authz filter is a boolean row mask computed from the request's
+:class:`~affidavit.records.AuthzContext` (label granted, an ACL token of the chunk's version
+in the context) and applied *inside* scoring: only permitted postings accumulate a score,
+only permitted vectors are compared. The score of a permitted row is computed by the same
+operations in the same order whatever else is permitted, so the filter removes rows from a
+ranking and never reorders the rest. Scores equal the SQL path's
+(:meth:`~affidavit.store.base.Store.lexical_search`) up to floating-point summation order.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from affidavit.errors import StoreError
+from affidavit.index.bm25 import idf
+from affidavit.index.snapshot import IndexSnapshot, SnapshotSource
+from affidavit.records import AuthzContext
+from affidavit.store.base import LexicalHit, Store, VectorHit
+
+Mask = npt.NDArray[np.bool_]
+MASK_CACHE_SIZE = 128
+
+
+def top_rows(scores: npt.NDArray[np.float64], rows: npt.NDArray[np.int64],
+             limit: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The best ``limit`` of ``rows`` by ``scores`` (parallel arrays), ties by row."""
+    if limit <= 0 or rows.size == 0:
+        return rows[:0], scores[:0]
+    if rows.size > limit:
+        threshold = -np.partition(-scores, limit - 1)[limit - 1]
+        keep = scores >= threshold  # keeps every tie at the threshold for the tie-break
+        rows, scores = rows[keep], scores[keep]
+    order = np.lexsort((rows, -scores))[:limit]
+    return rows[order], scores[order]
+
+
+@dataclass(frozen=True)
+class _Bm25Weights:
+    """Per posting ``idf(t) * tf / (tf + k1 * (1 - b + b * len / avgdl))`` for one (k1, b)."""
+
+    weights: npt.NDArray[np.float64]
+
+
+class TenantIndex:
+    """The served corpus of one tenant at one generation, immutable once built."""
+
+    def __init__(self, snapshot: IndexSnapshot) -> None:
+        self.snapshot = snapshot
+        self.generation = snapshot.generation
+        self._n = len(snapshot.chunk_ids)
+        self._term_ids = {term: i for i, term in enumerate(snapshot.terms)}
+        self._labels = sorted(set(snapshot.labels))
+        label_ids = {label: i for i, label in enumerate(self._labels)}
+        self._row_label = np.array([label_ids[x] for x in snapshot.labels], dtype=np.int64)
+        versions = sorted(set(snapshot.version_ids))
+        version_ids = {v: i for i, v in enumerate(versions)}
+        self._n_versions = len(versions)
+        self._row_version = np.array([version_ids[v] for v in snapshot.version_ids],
+                                     dtype=np.int64)
+        by_token: dict[str, list[int]] = {}
+        for version, tokens in snapshot.acl_tokens.items():
+            if version in version_ids:
+                for token in tokens:
+                    by_token.setdefault(token, []).append(version_ids[version])
+        self._token_versions = {t: np.array(sorted(v), dtype=np.int64)
+                                for t, v in by_token.items()}
+        self._label_ids = label_ids
+        self._weights: dict[tuple[float, float], _Bm25Weights] = {}
+        self._masks: OrderedDict[tuple[frozenset[str], frozenset[str]], Mask] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        """Number of head chunks."""
+        return self._n
+
+    def row_of(self) -> Mapping[str, int]:
+        """Chunk id to row."""
+        return {cid: i for i, cid in enumerate(self.snapshot.chunk_ids)}
+
+    # ------------------------------------------------------------------ authz
+    def visibility(self, authz: AuthzContext) -> Mask:
+        """Rows the context may read: label granted and an ACL token of the version held."""
+        if authz.tenant != self.snapshot.tenant:
+            return np.zeros(self._n, dtype=np.bool_)
+        key = (authz.tokens, authz.granted_labels)
+        with self._lock:
+            cached = self._masks.get(key)
+            if cached is not None:
+                self._masks.move_to_end(key)
+                return cached
+        mask = self._compute_mask(authz)
+        with self._lock:
+            self._masks[key] = mask
+            while len(self._masks) > MASK_CACHE_SIZE:
+                self._masks.popitem(last=False)
+        return mask
+
+    def _compute_mask(self, authz: AuthzContext) -> Mask:
+        labels = np.zeros(len(self._labels), dtype=np.bool_)
+        for label in authz.granted_labels:
+            if label in self._label_ids:
+                labels[self._label_ids[label]] = True
+        versions = np.zeros(self._n_versions, dtype=np.bool_)
+        for token in authz.tokens:
+            held = self._token_versions.get(token)
+            if held is not None:
+                versions[held] = True
+        mask: Mask = labels[self._row_label] & versions[self._row_version]
+        mask.setflags(write=False)
+        return mask
+
+    # ------------------------------------------------------------------ lexical
+    def lexical_search(self, terms: Sequence[str], mask: Mask, *, k1: float, b: float,
+                       limit: int) -> list[LexicalHit]:
+        """BM25 over permitted rows; each distinct term counted once, as the SQL path does."""
+        ids = [self._term_ids[t] for t in sorted(set(terms)) if t in self._term_ids]
+        if not ids or limit <= 0 or self._n == 0:
+            return []
+        snap = self.snapshot
+        weights = self._bm25(k1, b).weights
+        spans = [(int(snap.term_starts[t]), int(snap.term_starts[t + 1])) for t in ids]
+        rows = np.concatenate([snap.posting_rows[s:e] for s, e in spans])
+        contrib = np.concatenate([weights[s:e] for s, e in spans])
+        permitted = mask[rows]
+        rows, contrib = rows[permitted], contrib[permitted]
+        if rows.size == 0:
+            return []
+        # Per row, contributions add up in term order whatever else the mask lets through.
+        scores = np.bincount(rows, weights=contrib, minlength=self._n).astype(np.float64)
+        candidates = np.flatnonzero(scores > 0).astype(np.int64)
+        best, best_scores = top_rows(scores[candidates], candidates, limit)
+        return [LexicalHit(snap.chunk_ids[r], float(s)) for r, s in zip(best, best_scores,
+                                                                        strict=True)]
+
+    def _bm25(self, k1: float, b: float) -> _Bm25Weights:
+        key = (float(k1), float(b))
+        found = self._weights.get(key)
+        if found is None:
+            found = self._compute_bm25(*key)
+            with self._lock:
+                self._weights[key] = found
+        return found
+
+    def _compute_bm25(self, k1: float, b: float) -> _Bm25Weights:
+        snap = self.snapshot
+        if self._n == 0 or snap.posting_rows.size == 0:
+            return _Bm25Weights(np.zeros(0, dtype=np.float64))
+        avg_length = float(snap.lengths.sum()) / self._n
+        dfs = np.diff(snap.term_starts)
+        term_idf = np.array([idf(self._n, int(df)) for df in dfs], dtype=np.float64)
+        posting_idf = np.repeat(term_idf, dfs)
+        tf = snap.posting_tfs
+        lengths = snap.lengths[snap.posting_rows].astype(np.float64)
+        weights = posting_idf * tf / (tf + k1 * (1.0 - b + b * lengths / avg_length))
+        return _Bm25Weights(weights)
+
+
+class TenantVectors:
+    """Unit-normalised vectors of one tenant's head chunks for one model, by row."""
+
+    def __init__(self, index: TenantIndex, model_id: str, chunk_ids: Sequence[str],
+                 blobs: Sequence[bytes]) -> None:
+        self.model_id = model_id
+        self.generation = index.generation
+        row_of = index.row_of()
+        pairs = sorted((row_of[c], blob) for c, blob in zip(chunk_ids, blobs, strict=True)
+                       if c in row_of)
+        self.complete = len(pairs) == index.size
+        self._rows = np.array([r for r, _ in pairs], dtype=np.int64)
+        self._ids = index.snapshot.chunk_ids
+        if pairs:
+            matrix = np.vstack([np.frombuffer(blob, dtype=np.float32) for _, blob in pairs])
+        else:
+            matrix = np.zeros((0, 0), dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True) if pairs else np.ones((0, 1))
+        norms[norms == 0] = 1.0
+        self._matrix = np.ascontiguousarray(matrix / norms, dtype=np.float32)
+
+    @property
+    def dimensions(self) -> int:
+        """Vector length (0 when there are no vectors)."""
+        return int(self._matrix.shape[1]) if self._matrix.size else 0
+
+    def search(self, query: Sequence[float], mask: Mask, *, limit: int) -> list[VectorHit]:
+        """Exact cosine top ``limit`` over permitted rows; ties by chunk id."""
+        if limit <= 0 or self._rows.size == 0:
+            return []
+        q = np.asarray(query, dtype=np.float32)
+        if q.ndim != 1 or q.shape[0] != self._matrix.shape[1]:
+            raise StoreError(f"query has {q.shape} dimensions, vectors have "
+                             f"{self._matrix.shape[1]}")
+        norm = float(np.linalg.norm(q))
+        q = q / norm if norm > 0 else q
+        permitted = np.flatnonzero(mask[self._rows])
+        sub = self._matrix if permitted.size == self._rows.size else self._matrix[permitted]
+        # einsum (not BLAS) reduces each row the same way whichever rows are present, so a
+        # filtered ranking is the unfiltered one with hidden rows removed, bit for bit.
+        scores = np.einsum("ij,j->i", sub, q, optimize=False).astype(np.float64)
+        best, best_scores = top_rows(scores, self._rows[permitted], limit)
+        return [VectorHit(self._ids[r], float(s)) for r, s in zip(best, best_scores,
+                                                                  strict=True)]
+
+
+class MemoryIndex:
+    """Per-tenant in-memory indexes, keyed by corpus generation; thread-safe.
+
+    Every call reads the tenant's generation from the source first (one small query), so a
+    committed, superseded or withdrawn document is reflected by the very next search.
+    """
+
+    def __init__(self, source: SnapshotSource, store: Store) -> None:
+        self.source = source
+        self.store = store
+        self._tenants: dict[str, TenantIndex] = {}
+        self._vectors: dict[tuple[str, str], TenantVectors] = {}
+        self._lock = threading.Lock()
+
+    def tenant_index(self, tenant: str) -> TenantIndex:
+        """The current index of ``tenant``, rebuilt when its generation moved."""
+        generation = self.source.corpus_generation(tenant)
+        current = self._tenants.get(tenant)
+        if current is not None and current.generation == generation:
+            return current
+        with self._lock:
+            current = self._tenants.get(tenant)
+            if current is None or current.generation != generation:
+                current = TenantIndex(self.source.index_snapshot(tenant))
+                self._tenants[tenant] = current
+        return current
+
+    def lexical_search(self, authz: AuthzContext, terms: Sequence[str], *, k1: float, b: float,
+                       limit: int) -> list[LexicalHit]:
+        """Governed BM25: the :meth:`Store.lexical_search` contract, from memory."""
+        index = self.tenant_index(authz.tenant)
+        return index.lexical_search(terms, index.visibility(authz), k1=k1, b=b, limit=limit)
+
+    def vector_search(self, authz: AuthzContext, model_id: str, query: Sequence[float], *,
+                      limit: int) -> list[VectorHit]:
+        """Governed exact cosine: the :meth:`Store.vector_search` contract, from memory."""
+        index = self.tenant_index(authz.tenant)
+        vectors = self.tenant_vectors(index, model_id)
+        return vectors.search(query, index.visibility(authz), limit=limit)
+
+    def tenant_vectors(self, index: TenantIndex, model_id: str) -> TenantVectors:
+        """The vectors of ``index``'s corpus; reloaded while some head chunk lacks one."""
+        key = (index.snapshot.tenant, model_id)
+        current = self._vectors.get(key)
+        if current is not None and current.generation == index.generation and current.complete:
+            return current
+        ids, blobs = self.store.head_vectors(index.snapshot.tenant, model_id)
+        current = TenantVectors(index, model_id, ids, blobs)
+        with self._lock:
+            self._vectors[key] = current
+        return current
