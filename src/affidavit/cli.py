@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Lexical search over the chunks the principal may read.")
     p.add_argument("query")
     p.add_argument("--limit", type=int, default=None, help="number of hits (default 10)")
+    p.add_argument("--explain", action="store_true",
+                   help="show lexical and vector ranks and scores, the fused score and gates")
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("ask", parents=[common, reader, as_json], help="a governed, cited answer",

@@ -187,6 +187,12 @@ def cmd_search(ctx: Context) -> int:
         print(f"{rank}. [src:{hit.chunk_id[:8]}] {hit.title} ({hit.label}) "
               f"score={hit.score:.4f}{marker}")
         print(f"   {hit.locator}")
+        if ctx.args.explain:
+            e = hit.explain
+            print(f"   lexical rank {e.get('lexical_rank')} score {e.get('lexical_score')}; "
+                  f"vector rank {e.get('vector_rank')} score {e.get('vector_score')}; "
+                  f"fused rank {e.get('fused_rank')} score {hit.score:.6f}; "
+                  f"gates: {e.get('gates')}")
         snippet = " ".join(hit.text.split())
         print(f"   {snippet[:240]}{'...' if len(snippet) > 240 else ''}")
     return EXIT_OK

@@ -25,6 +25,9 @@ from affidavit.errors import AffidavitError, InputRejected
 from affidavit.extract import extract
 from affidavit.identity import SireInputs, propose_sire, version_id_for, witness_for
 from affidavit.index import Tokenizer, term_frequencies
+from affidavit.index.boundary import boundary_record, corpus_boundary
+from affidavit.index.embed import embed_missing
+from affidavit.index.vectors import make_backend
 from affidavit.records import (
     SCHEMA_VERSION,
     Chunk,
@@ -65,6 +68,8 @@ class RunSummary:
     status: str = "RUNNING"
     outcomes: list[DocumentOutcome] = field(default_factory=list)
     withdrawn: list[str] = field(default_factory=list)
+    vectors: dict[str, Any] = field(default_factory=dict)
+    boundary: dict[str, Any] = field(default_factory=dict)
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -86,6 +91,8 @@ class RunSummary:
             ],
             "chunks_written": self.chunks_written,
             "withdrawn": sorted(self.withdrawn),
+            "vectors": self.vectors,
+            "boundary": self.boundary,
             "warnings": [f"{o.alias}: {w}" for o in self.outcomes for w in o.warnings],
         }
 
@@ -147,6 +154,7 @@ class Ingestor:
                         progress(len(summary.outcomes), outcome)
             if listing is not None:
                 summary.withdrawn = self._withdraw_missing(listing, seen, summary.run_id)
+            self._vectors_and_boundary(summary)
         except BaseException:
             summary.status = "FAILED"
             self._finish(summary)
@@ -154,6 +162,25 @@ class Ingestor:
         summary.status = "DEGRADED" if summary.count(QUARANTINED) else "COMPLETED"
         self._finish(summary)
         return summary
+
+    def _vectors_and_boundary(self, summary: RunSummary) -> None:
+        """Embed new chunks and lock the run's geometric boundary (spec 003 §6.2).
+
+        A failure here fails the run: embedding is systemic, not one document's fault.
+        """
+        backend = make_backend(self.settings.vectors)
+        if backend is None or self.settings.vectors.compute != "ingest":
+            return
+        report = embed_missing(self.store, self.tenant, backend,
+                               batch_size=self.settings.vectors.batch_size)
+        summary.vectors = report.to_dict()
+        boundary = corpus_boundary(self.store, self.tenant, backend.model_id)
+        record = boundary_record(boundary, backend.model_id,
+                                 [o.alias for o in summary.outcomes if o.status == QUARANTINED])
+        # The matrix itself is recomputed from the served vectors when needed; the run
+        # keeps its digest and the DEGRADED_BOUNDARY annotation naming what was left out.
+        record.pop("boundary", None)
+        summary.boundary = record
 
     def _withdraw_missing(self, listing: str, seen: list[str], run_id: str) -> list[str]:
         gone = sorted(self.store.listed_nodes(self.tenant, listing) - set(seen))

@@ -8,9 +8,12 @@ around it. No answer leaves :meth:`Engine.ask` unless its ledger record was pers
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+import numpy as np
 
 from affidavit.answer import (
     EvidenceItem,
@@ -37,11 +40,23 @@ from affidavit.answer import (
 from affidavit.authz import Authorizer, FailClosedAuthorizer, StoreAuthorizer
 from affidavit.config import RESTRICTED, Settings
 from affidavit.errors import AuthorizationError, ProviderError, RestrictedContentError
+from affidavit.index import MemoryIndex
+from affidavit.index.boundary import Boundary, corpus_boundary, plausibility
+from affidavit.index.embed import embed_query
+from affidavit.index.snapshot import SQLiteSnapshotSource
 from affidavit.ledger.record import LedgerWriter
 from affidavit.records import AuthzContext, ScoredChunk, canonical_json, stable_hash
-from affidavit.retrieval import LexicalRetriever, restricted_exit, sire_gate
+from affidavit.retrieval import (
+    HybridHit,
+    HybridRetriever,
+    ProviderListwiseJudge,
+    rerank,
+    restricted_exit,
+    sire_gate,
+)
 from affidavit.retrieval.compliance import EvidenceSubject, score_query
 from affidavit.retrieval.scope import check_scope
+from affidavit.store import SQLiteStore
 from affidavit.store.base import Store
 
 
@@ -56,12 +71,13 @@ class SearchHit:
     score: float
     locator: str
     sire_active: bool
+    explain: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "chunk_id": self.chunk_id, "doc_id": self.doc_id, "source_id": self.source_id,
             "title": self.title, "text": self.text, "label": self.label, "score": self.score,
-            "locator": self.locator, "sire_active": self.sire_active,
+            "locator": self.locator, "sire_active": self.sire_active, **self.explain,
         }
 
 
@@ -105,7 +121,10 @@ class Engine:
     """Search and answer for one tenant, as a given principal, from one store."""
 
     def __init__(self, store: Store, settings: Settings, *, tenant: str | None = None,
-                 authorizer: Authorizer | None = None, provider: LLMProvider | None = None):
+                 authorizer: Authorizer | None = None, provider: LLMProvider | None = None,
+                 memory_index: bool = False):
+        """``memory_index`` keeps postings and vectors in memory (rebuilt when the corpus
+        changes): worth it for a long-running process, not for one CLI query."""
         self.store = store
         self.settings = settings
         self.tenant = tenant or settings.tenant
@@ -114,7 +133,10 @@ class Engine:
             authorizer or StoreAuthorizer(store, settings))
         self.provider: LLMProvider = provider or _default_provider(settings)
         self.faq = FaqCache.load(settings.answer.faq_file) if settings.answer.faq_file else None
-        self.retriever = LexicalRetriever.from_settings(store, settings.lexical)
+        memory = (MemoryIndex(SQLiteSnapshotSource(store), store)
+                  if memory_index and isinstance(store, SQLiteStore) else None)
+        self.retriever = HybridRetriever.from_settings(store, settings, memory=memory)
+        self._boundary_cache: tuple[int, Boundary | None] | None = None
         self.template = load_template(settings.answer.template)
         self.ledger = LedgerWriter(store)
 
@@ -131,10 +153,13 @@ class Engine:
         return [self._hit(h, h.chunk.version_id in active) for h in hits]
 
     @staticmethod
-    def _hit(scored: ScoredChunk, sire_active: bool) -> SearchHit:
+    def _hit(scored: HybridHit, sire_active: bool) -> SearchHit:
         c = scored.chunk
+        gates = {"authz": "passed (filter inside retrieval)",
+                 "sire": "passed" if sire_active else "no ACTIVE SIRE: excluded from answers"}
         return SearchHit(c.chunk_id, c.node_id, scored.doc_source_id, scored.title, c.text,
-                         c.label, scored.score, c.locator, sire_active)
+                         c.label, scored.score, c.locator, sire_active,
+                         {**scored.explain(), "gates": gates})
 
     # ------------------------------------------------------------------ ask
     def ask(self, principal: str | None, question: str, *, role: str | None = None
@@ -162,10 +187,19 @@ class Engine:
             for c in candidates]
         return self._answer(trace, candidates)
 
-    def _answer(self, trace: _Trace, candidates: list[ScoredChunk]) -> AskResult:
+    def _answer(self, trace: _Trace, candidates: Sequence[ScoredChunk]) -> AskResult:
         active = self.store.active_sire(self.tenant, [c.chunk.version_id for c in candidates])
         sire = sire_gate(candidates, active)
-        context = restricted_exit(sire.kept, limit=self.settings.answer.max_evidence)
+        ranked = list(sire.kept)
+        if self.settings.retrieval.rerank:
+            # Rerank exit: RESTRICTED candidates hold their fused place and are never sent.
+            result = rerank(trace.question, ranked,
+                            ProviderListwiseJudge.guarded(self.provider, ranked),
+                            top_n=self.settings.retrieval.rerank_top_n)
+            trace.record["rerank"] = result.to_dict()
+            ranked = list(result.ordered)
+        context = restricted_exit(ranked, limit=self.settings.answer.max_evidence)
+        trace.record["plausibility"] = self._plausibility(trace.question, context.kept)
         trace.record["gates"] = [sire.to_dict(), context.to_dict()]
         trace.record["sire"] = {
             r.version_id: {"sire_id": r.sire_id, **r.sire.to_dict()}
@@ -238,6 +272,28 @@ class Engine:
         return self._emit(trace, decision.output_state, final,
                           [] if blocked else claim_dicts, [] if blocked else citations,
                           list(decision.reasons))
+
+    def _plausibility(self, question: str, evidence: Sequence[ScoredChunk]) -> dict[str, Any]:
+        """Mahalanobis distance of the query and evidence to the corpus boundary (a
+        plausibility signal for reviewers, never a gate); unavailable without vectors."""
+        backend = self.retriever.backend
+        if backend is None:
+            return {"available": False, "reason": "no vector backend configured"}
+        generation = self.store.corpus_generation(self.tenant)
+        cached = self._boundary_cache
+        if cached is None or cached[0] != generation:
+            cached = (generation, corpus_boundary(self.store, self.tenant, backend.model_id))
+            self._boundary_cache = cached
+        boundary = cached[1]
+        if boundary is None:
+            return {"available": False, "reason": "fewer than two chunk vectors"}
+        ids, blobs = self.store.head_vectors(self.tenant, backend.model_id)
+        wanted = {c.chunk.chunk_id for c in evidence}
+        vectors = {cid: np.frombuffer(blob, dtype=np.float32)
+                   for cid, blob in zip(ids, blobs, strict=True) if cid in wanted}
+        query = embed_query(backend, question)
+        return {"available": True, "model_id": backend.model_id, "digest": boundary.digest(),
+                **plausibility(boundary, query, vectors)}
 
     def _faq_match(self, authz: AuthzContext, question: str) -> FaqMatch | None:
         if self.faq is None:

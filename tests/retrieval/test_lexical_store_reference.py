@@ -38,9 +38,9 @@ def test_store_scores_equal_bm25s(engine: Engine, query: str) -> None:
     reference.index(docs, show_progress=False)
     expected = {texts[i]: float(s) for i, s in enumerate(reference.get_scores(terms))
                 if s > 0} if terms else {}
-    got = {h.text: h.score for h in hits}
+    got = {h.text: h.explain["lexical_score"] for h in hits}
     assert set(got) == set(expected)
     for text, score in expected.items():
         assert got[text] == pytest.approx(score, abs=1e-6, rel=0)
-    ordered = [h.score for h in hits]
+    ordered = [h.explain["lexical_score"] for h in hits]
     assert ordered == sorted(ordered, reverse=True)

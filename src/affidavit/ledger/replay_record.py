@@ -41,7 +41,7 @@ from affidavit.authz import StoreAuthorizer
 from affidavit.config import Settings
 from affidavit.errors import NotFound
 from affidavit.records import AuthzContext, Chunk, ScoredChunk
-from affidavit.retrieval import LexicalRetriever, restricted_exit, sire_gate
+from affidavit.retrieval import restricted_exit, sire_gate
 from affidavit.retrieval.scope import check_scope
 from affidavit.store.base import Store
 
@@ -156,7 +156,10 @@ def _check_retrieval(run: _Replay, store: Store, settings: Settings, record: Map
 
 
 def _lexical(store: Store, settings: Settings) -> Retrieve:
-    retriever = LexicalRetriever.from_settings(store, settings.lexical)
+    """The engine's own retrieval (hybrid: lexical, vectors when configured, RRF)."""
+    from affidavit.retrieval.hybrid import HybridRetriever
+
+    retriever = HybridRetriever.from_settings(store, settings)
     return lambda authz, question, limit: retriever.search(authz, question, limit=limit)
 
 

@@ -19,12 +19,13 @@ from typing import Any
 
 from affidavit.config import Settings
 from affidavit.errors import AuthorizationError
-from affidavit.index import Tokenizer, idf
+from affidavit.index import Tokenizer
 from affidavit.index.embed import embed_missing
 from affidavit.index.memory import MemoryIndex
 from affidavit.index.vectors import EmbeddingBackend, make_backend
 from affidavit.records import AuthzContext, ScoredChunk
 from affidavit.retrieval.fusion import rrf_fuse
+from affidavit.retrieval.lexical import LexicalRetriever
 from affidavit.retrieval.rewrite import GlossaryQueryRewriter
 from affidavit.store.base import LexicalHit, Store, VectorHit
 
@@ -98,6 +99,7 @@ class HybridRetriever:
         self.memory = memory
         self.rewriter = rewriter or GlossaryQueryRewriter.from_settings(settings.retrieval)
         self.tokenizer = Tokenizer.from_settings(settings.lexical)
+        self.lexical = LexicalRetriever(store, settings.lexical, self.tokenizer, memory)
         self._embedded_generation: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -110,20 +112,8 @@ class HybridRetriever:
     # ------------------------------------------------------------------ channels
     def lexical_hits(self, authz: AuthzContext, query: str, *, limit: int) -> list[LexicalHit]:
         """BM25 over the chunks ``authz`` may read; each distinct query term counted once."""
-        lex = self.settings.lexical
         terms = sorted(set(self.tokenizer.tokenize(query)))
-        if not terms:
-            return []
-        if self.memory is not None:
-            return self.memory.lexical_search(authz, terms, k1=lex.k1, b=lex.b, limit=limit)
-        stats = self.store.lexical_stats(authz.tenant)
-        if stats.n_chunks == 0:
-            return []
-        dfs = self.store.document_frequencies(authz.tenant, terms)
-        # Statistics are the tenant's, not the caller's: the filter removes, never reorders.
-        term_idf = {t: idf(stats.n_chunks, df) for t, df in dfs.items() if df > 0}
-        return self.store.lexical_search(authz, term_idf, k1=lex.k1, b=lex.b,
-                                         avg_length=stats.avg_length, limit=limit)
+        return self.lexical.hits(authz, terms, limit=limit) if terms else []
 
     def vector_hits(self, authz: AuthzContext, queries: Sequence[str], *,
                     limit: int) -> list[list[VectorHit]]:

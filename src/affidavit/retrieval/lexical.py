@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from affidavit.config import LexicalSettings
 from affidavit.errors import AuthorizationError
-from affidavit.index import Tokenizer, idf
+from affidavit.index import MemoryIndex, Tokenizer, idf
 from affidavit.records import AuthzContext, ScoredChunk
-from affidavit.store.base import Store
+from affidavit.store.base import LexicalHit, Store
 
 
 @dataclass(frozen=True)
@@ -18,25 +18,22 @@ class LexicalRetriever:
     store: Store
     settings: LexicalSettings
     tokenizer: Tokenizer
+    # The accelerated in-memory index; None scores in SQL inside the store. Same scores.
+    memory: MemoryIndex | None = None
 
     @classmethod
-    def from_settings(cls, store: Store, settings: LexicalSettings) -> LexicalRetriever:
-        return cls(store, settings, Tokenizer(settings.language, settings.stem,
-                                              settings.stop_words))
+    def from_settings(cls, store: Store, settings: LexicalSettings, *,
+                      memory: MemoryIndex | None = None) -> LexicalRetriever:
+        return cls(store, settings, Tokenizer.from_settings(settings), memory)
 
     def search(self, authz: AuthzContext | None, query: str, *, limit: int) -> list[ScoredChunk]:
         """Top ``limit`` readable chunks by BM25; ties broken by chunk id."""
         if authz is None:
             raise AuthorizationError("no authorization context: retrieval refused")
         terms = sorted(set(self.tokenizer.tokenize(query)))
-        stats = self.store.lexical_stats(authz.tenant)
-        if not terms or stats.n_chunks == 0:
+        if not terms:
             return []
-        dfs = self.store.document_frequencies(authz.tenant, terms)
-        # Statistics are the tenant's, not the caller's: the filter removes, never reorders.
-        term_idf = {t: idf(stats.n_chunks, df) for t, df in dfs.items() if df > 0}
-        hits = self.store.lexical_search(authz, term_idf, k1=self.settings.k1, b=self.settings.b,
-                                         avg_length=stats.avg_length, limit=limit)
+        hits = self.hits(authz, terms, limit=limit)
         records = {r.chunk.chunk_id: r for r in
                    self.store.get_chunks(authz, [h.chunk_id for h in hits])}
         out: list[ScoredChunk] = []
@@ -48,3 +45,18 @@ class LexicalRetriever:
                                    doc_source_id=record.source_id, score=hit.score,
                                    lexical_rank=rank, lexical_score=hit.score))
         return out
+
+    def hits(self, authz: AuthzContext, terms: list[str], *, limit: int) -> list[LexicalHit]:
+        """Chunk ids and BM25 scores, authz applied inside scoring (memory or SQL)."""
+        if self.memory is not None:
+            return self.memory.lexical_search(authz, terms, k1=self.settings.k1,
+                                              b=self.settings.b, limit=limit)
+        stats = self.store.lexical_stats(authz.tenant)
+        if stats.n_chunks == 0:
+            return []
+        dfs = self.store.document_frequencies(authz.tenant, terms)
+        # Statistics are the tenant's, not the caller's: the filter removes, never reorders.
+        term_idf = {t: idf(stats.n_chunks, df) for t, df in dfs.items() if df > 0}
+        return self.store.lexical_search(authz, term_idf, k1=self.settings.k1,
+                                         b=self.settings.b, avg_length=stats.avg_length,
+                                         limit=limit)
