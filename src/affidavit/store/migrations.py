@@ -234,4 +234,8 @@ CREATE INDEX aliases_node ON aliases (tenant_id, node_id);
 CREATE INDEX head_map_version ON head_map (tenant_id, version_id);
 CREATE INDEX nodes_source ON nodes (tenant_id, source_id);
 """),
+    Migration(5, "acl_by_token", """
+-- The authz filter starts from the caller's tokens.
+CREATE INDEX acl_by_token ON acl_tokens (tenant_id, token, version_id);
+"""),
 )

@@ -25,12 +25,14 @@ def visibility_sql(authz: AuthzContext) -> tuple[str, list[object]]:
         return "0", []
     marks_l = ",".join("?" * len(labels))
     marks_t = ",".join("?" * len(tokens))
+    # Driven by the caller's tokens (index acl_by_token): the set of readable versions is
+    # computed once, not probed per chunk, which matters for principals with many tokens.
     clause = (
-        f"c.is_head = 1 AND c.label IN ({marks_l}) AND EXISTS ("
-        "SELECT 1 FROM acl_tokens a WHERE a.tenant_id = c.tenant_id "
-        f"AND a.version_id = c.version_id AND a.token IN ({marks_t}))"
+        f"c.is_head = 1 AND c.label IN ({marks_l}) AND c.version_id IN ("
+        "SELECT a.version_id FROM acl_tokens a WHERE a.tenant_id = ? "
+        f"AND a.token IN ({marks_t}))"
     )
-    return clause, [*labels, *tokens]
+    return clause, [*labels, authz.tenant, *tokens]
 
 
 def to_blob(vector: Sequence[float]) -> bytes:
@@ -50,7 +52,8 @@ def top_k(ids: Sequence[str], matrix: np.ndarray, query: Sequence[float],
         raise StoreError(f"query has {q.shape[0]} dimensions, vectors have {matrix.shape[1]}")
     norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
     norms[norms == 0] = 1.0
-    scores = (matrix @ q) / norms
+    # einsum, not BLAS: a row's score must not depend on which other rows are readable.
+    scores = np.einsum("ij,j->i", matrix, q, optimize=False) / norms
     order = sorted(range(len(ids)), key=lambda i: (-float(scores[i]), ids[i]))[:limit]
     return [VectorHit(ids[i], float(scores[i])) for i in order]
 
