@@ -10,6 +10,7 @@ every run measures the same data.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -73,11 +74,55 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
+class _Sample:
+    """A view of the store that offers only the first ``limit`` chunks to embed."""
+
+    def __init__(self, store: SQLiteStore, limit: int):
+        self.store, self.limit = store, limit
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+    def chunks_missing_vectors(self, tenant: str, model_id: str,
+                               limit: int) -> list[tuple[str, str]]:
+        return self.store.chunks_missing_vectors(tenant, model_id, min(limit, self.limit))
+
+    def put_vectors(self, tenant: str, model_id: str, vectors: dict) -> int:  # type: ignore[type-arg]
+        self.limit -= len(vectors)
+        return self.store.put_vectors(tenant, model_id, vectors)
+
+
+def measure_vectors(store: SQLiteStore, settings: Settings, backend_name: str,
+                    sample: int) -> None:
+    """Vector ingest throughput: embed (a sample of) the chunks and store the vectors."""
+    if backend_name == "none":
+        return
+    from affidavit.config import VectorSettings
+    from affidavit.index.embed import embed_missing
+    from affidavit.index.vectors import make_backend
+
+    try:
+        backend = make_backend(VectorSettings(backend=backend_name, batch_size=64))
+    except Exception as exc:
+        print(f"vectors ({backend_name}): unavailable: {exc}")
+        return
+    assert backend is not None
+    target = _Sample(store, sample) if sample else store
+    report = embed_missing(target, settings.tenant, backend, batch_size=64)  # type: ignore[arg-type]
+    print(f"vector ingest ({backend.model_id}): {report.embedded} chunks in "
+          f"{report.seconds:.1f} s = {report.per_second:.1f} chunks/s on "
+          f"{os.cpu_count()} cores")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=50000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--db", default=None, help="database file (default: a temp dir)")
+    parser.add_argument("--vectors", default="minilm", choices=["none", "hash", "minilm"],
+                        help="embedding backend whose ingest throughput is measured")
+    parser.add_argument("--vector-sample", type=int, default=1000,
+                        help="chunks embedded for the throughput figure (0: all)")
     args = parser.parse_args()
     settings = Settings(
         authz=AuthzSettings(tuples=(
@@ -99,6 +144,7 @@ def main() -> int:
         chunks = summary.chunks_written
         print(f"ingest: {chunks} chunks from {summary.count('ingested')} documents in "
               f"{elapsed:.1f} s = {chunks / elapsed:.0f} chunks/s")
+        measure_vectors(store, settings, args.vectors, args.vector_sample)
         engine = Engine(store, settings)
         authz = engine.authz_context(PRINCIPAL)
         visible = store.get_chunks(authz, [])  # warm the connection
