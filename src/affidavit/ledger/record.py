@@ -51,6 +51,13 @@ def referenced_chunk_ids(record: dict[str, Any]) -> list[str]:
     return sorted(ids)
 
 
+_SAFE_WHEN_WITHHELD = frozenset({
+    "schema", "record_id", "request_id", "tenant", "created_at", "principal", "role",
+    "authz", "config_version", "corpus_generation", "output_state", "reasons",
+    "gate_reasons", "layers_available", "citations", "retrieved", "gates", "sire",
+})
+
+
 def redact_for(entry: LedgerEntry, authz: AuthzContext, store: Store) -> dict[str, Any]:
     """The record as this caller may see it: texts of evidence it cannot read are withheld,
     and so is anything derived from a source it cannot read (its SIRE identity)."""
@@ -59,12 +66,17 @@ def redact_for(entry: LedgerEntry, authz: AuthzContext, store: Store) -> dict[st
     visible = {r.chunk.chunk_id for r in readable}
     hidden = [cid for cid in evidence_chunk_ids(record) if cid not in visible]
     if hidden:
-        for key in ("prompt", "raw_response", "answer", "claims", "query", "compliance"):
-            if key in record:
+        # Default deny: once any evidence is hidden, only fields known to carry no text or
+        # derivative of evidence stay; everything else (prompt, answer, claims, evidence,
+        # layer inputs, rerank, plausibility, FAQ, and fields added later) is withheld.
+        for key in list(record):
+            if key not in _SAFE_WHEN_WITHHELD:
                 record[key] = WITHHELD
         record["citations"] = [c for c in record.get("citations", [])
                                if c["chunk_id"] in visible]
         record["withheld_evidence"] = len(hidden)
+    elif isinstance(record.get("evidence"), list):
+        record["evidence"] = [e for e in record["evidence"] if e.get("chunk_id") in visible]
     record["retrieved"] = [r for r in record.get("retrieved", []) if r["chunk_id"] in visible]
     for gate in record.get("gates", []):
         gate["kept"] = [c for c in gate.get("kept", []) if c in visible]
