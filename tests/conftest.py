@@ -1,4 +1,9 @@
-"""Shared fixtures: real SQLite files in temporary directories, parametrised by backend."""
+"""Shared fixtures: real databases in temporary directories, parametrised by backend.
+
+``sqlite``: a fresh file per test. ``postgres``: a fresh database per test on one real
+PostgreSQL server for the session (see ``tests/pg_fixture.py``); skipped with the reason
+when that server cannot start here, except under ``CI=true``, where it must.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +13,28 @@ from pathlib import Path
 import pytest
 
 from affidavit.store import SQLiteStore, Store
+from tests.pg_fixture import PgCluster, session_cluster
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster]:
+    """One PostgreSQL server (with pgvector) for the whole session."""
+    yield from session_cluster()
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """A fresh, migrated store of each backend."""
+    s: Store
     if request.param == "sqlite":
         s = SQLiteStore(tmp_path / "contract.db")
-    else:  # pragma: no cover - other backends are added with their issue
-        raise NotImplementedError(request.param)
+    else:
+        cluster: PgCluster = request.getfixturevalue("pg_cluster")  # skips if no server
+        from affidavit.store.postgres import PostgresStore
+
+        s = PostgresStore(cluster.new_database("contract"))
     try:
         yield s
     finally:

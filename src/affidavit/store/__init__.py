@@ -1,8 +1,14 @@
-"""Persistence behind one interface: SQLite (embedded default) and, later, PostgreSQL."""
+"""Persistence behind one interface: SQLite (embedded default) and PostgreSQL.
+
+The PostgreSQL backend needs the ``postgres`` extra (psycopg 3 and its pool); it is imported
+only when a ``postgresql://`` location is opened.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from affidavit.errors import ConfigurationError
 from affidavit.store.base import (
@@ -21,6 +27,9 @@ from affidavit.store.base import (
 )
 from affidavit.store.sqlite import SQLiteStore
 
+if TYPE_CHECKING:
+    from affidavit.store.postgres import PostgresStore
+
 __all__ = [
     "ChunkRecord",
     "CommitResult",
@@ -28,6 +37,7 @@ __all__ = [
     "LedgerEntry",
     "LexicalHit",
     "LexicalStats",
+    "PostgresStore",
     "QuarantineRecord",
     "RelationTuple",
     "RunRecord",
@@ -35,17 +45,56 @@ __all__ = [
     "SireRecord",
     "Store",
     "VersionBundle",
+    "display_location",
     "open_store",
 ]
 
 
-def open_store(location: str, *, base: Path | None = None, create: bool = True) -> SQLiteStore:
-    """Open the store named by a settings value: a file path or ``sqlite:///path``."""
-    if location.startswith(("postgresql://", "postgres://")):
-        raise ConfigurationError(
-            "the PostgreSQL backend is not available in this version", key="store.db")
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def open_store(location: str, *, base: Path | None = None,
+               create: bool = True) -> SQLiteStore | PostgresStore:
+    """Open the store named by a settings value: a file path, ``sqlite:///path`` or a
+    ``postgresql://`` DSN (the schema owner's; see :mod:`affidavit.store.postgres_setup`)."""
+    if location.startswith(POSTGRES_SCHEMES):
+        return _open_postgres(location)
     path_text = location.removeprefix("sqlite:///")
     path = Path(path_text)
     if path_text != ":memory:" and not path.is_absolute() and base is not None:
         path = base / path
     return SQLiteStore(path, create=create)
+
+
+def display_location(location: str) -> str:
+    """The store location for messages and logs: a PostgreSQL URL loses its password."""
+    if not location.startswith(POSTGRES_SCHEMES):
+        return location
+    parts = urlsplit(location)
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = f"{parts.username or ''}:***@{netloc.rpartition('@')[2]}"
+    query = urlencode([(k, "***" if k == "password" else v)
+                       for k, v in parse_qsl(parts.query, keep_blank_values=True)], safe="/*")
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def _postgres_class() -> type[PostgresStore]:
+    try:
+        from affidavit.store.postgres import PostgresStore
+    except ImportError as exc:
+        raise ConfigurationError(
+            "the PostgreSQL backend needs the 'postgres' extra: "
+            "pip install 'affidavit[postgres]'", key="store.db") from exc
+    return PostgresStore
+
+
+def _open_postgres(dsn: str) -> PostgresStore:
+    return _postgres_class()(dsn)
+
+
+def __getattr__(name: str) -> object:
+    # PostgresStore is imported on first use so that psycopg stays an optional extra.
+    if name == "PostgresStore":
+        return _postgres_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

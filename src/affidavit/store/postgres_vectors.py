@@ -1,0 +1,218 @@
+"""PostgreSQL vector plane on pgvector, searched with the authz filter inside the query.
+
+One ``vectors`` table for every model: the ``embedding`` column has no fixed dimension,
+``vector_models`` pins one dimension per (tenant, model), and each (model, dimension) gets
+a partial HNSW index on the cast expression ``embedding::vector(<dim>)``
+(:meth:`VectorTables.ensure_vector_index`, built with the owner connection).
+
+Search never takes a top-k and filters it afterwards. It first counts, up to a threshold,
+the chunks the caller may read:
+
+* at or below ``exact_vector_threshold`` (or with no index) it scans exactly those rows and
+  orders them by cosine distance: the exact top-k, ties broken by chunk id. The ordering
+  expression deliberately differs from the indexed one, so this path can never be served
+  by the approximate index;
+* above it, the HNSW index is walked with ``hnsw.iterative_scan = strict_order`` and the
+  same filter in the WHERE clause, so the scan continues until enough readable rows are
+  found. This path is approximate by nature (HNSW); it is taken only when the caller may
+  read more rows than the threshold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from psycopg import sql
+
+from affidavit.errors import StoreError
+from affidavit.records import AuthzContext
+from affidavit.store.base import VectorHit
+from affidavit.store.postgres_base import (
+    Connection,
+    PostgresBase,
+    Row,
+    readable_chunks,
+    visible_to,
+)
+from affidavit.store.postgres_setup import connect
+
+HNSW_MAX_DIM = 2000
+"""pgvector indexes ``vector`` columns of at most 2,000 dimensions."""
+
+DEFAULT_EXACT_THRESHOLD = 20_000
+DEFAULT_EF_SEARCH = 200
+DEFAULT_MAX_SCAN_TUPLES = 200_000
+
+
+def vector_text(vector: Sequence[float]) -> tuple[int, str]:
+    """(dimension, pgvector literal) of a finite one-dimensional float32 vector."""
+    array = np.asarray(vector, dtype=np.float32)
+    if array.ndim != 1 or array.shape[0] == 0 or not np.all(np.isfinite(array)):
+        raise StoreError("a vector must be one-dimensional, non-empty and finite")
+    return int(array.shape[0]), "[" + ",".join(repr(float(x)) for x in array) + "]"
+
+
+def hnsw_index_name(model_id: str, dim: int) -> str:
+    """The name of the partial HNSW index of one (model, dimension)."""
+    return "vectors_hnsw_" + hashlib.sha256(f"{model_id}\n{dim}".encode()).hexdigest()[:16]
+
+
+class VectorTables(PostgresBase):
+    """Vectors by (tenant, model, chunk), with exact and HNSW prefiltered search."""
+
+    _owner_dsn: str | None = None
+    _indexed: set[str]
+    exact_vector_threshold: int = DEFAULT_EXACT_THRESHOLD
+    ef_search: int = DEFAULT_EF_SEARCH
+
+    def chunks_missing_vectors(self, tenant: str, model_id: str,
+                               limit: int) -> list[tuple[str, str]]:
+        rows = self._rows(
+            tenant,
+            "SELECT c.chunk_id, c.text FROM chunks c WHERE c.tenant_id = %s AND c.is_head "
+            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.tenant_id = c.tenant_id "
+            "AND v.model_id = %s AND v.chunk_id = c.chunk_id) ORDER BY c.chunk_id LIMIT %s",
+            (tenant, model_id, limit))
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+    def put_vectors(self, tenant: str, model_id: str,
+                    vectors: Mapping[str, Sequence[float]]) -> int:
+        encoded = [(cid, *vector_text(vec)) for cid, vec in sorted(vectors.items())]
+        dims = {dim for _, dim, _ in encoded}
+        if len(dims) > 1:
+            raise StoreError(f"vectors of one model must share a dimension, got {sorted(dims)}")
+        if not encoded:
+            return 0
+        dim = dims.pop()
+        with self.transaction(tenant) as conn:
+            _pin_dimension(conn, tenant, model_id, dim)
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO vectors VALUES (%s, %s, %s, %s, %s::vector) "
+                    "ON CONFLICT (tenant_id, model_id, chunk_id) DO UPDATE "
+                    "SET dim = EXCLUDED.dim, embedding = EXCLUDED.embedding",
+                    [(tenant, model_id, cid, d, text) for cid, d, text in encoded])
+        self.ensure_vector_index(model_id, dim)
+        return len(encoded)
+
+    def ensure_vector_index(self, model_id: str, dim: int, *,
+                            build_memory: str | None = None) -> bool:
+        """Build the HNSW index of (model, dim) if missing and possible; True if it exists.
+
+        ``build_memory`` (e.g. ``"2GB"``) raises ``maintenance_work_mem`` for the build:
+        a graph that does not fit in it is built far more slowly.
+        """
+        name = hnsw_index_name(model_id, dim)
+        with self._pool.connection() as conn:
+            if self._index_exists(conn, name):
+                return True
+        if self._owner_dsn is None or dim > HNSW_MAX_DIM:
+            return False
+        with connect(self._owner_dsn, autocommit=True) as conn:
+            if build_memory is not None:
+                conn.execute("SELECT set_config('maintenance_work_mem', %s, false)",
+                             (build_memory,))
+            conn.execute(sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {} ON vectors USING hnsw "
+                "((embedding::vector({})) vector_cosine_ops) WHERE model_id = {} AND dim = {}"
+            ).format(sql.Identifier(name), sql.SQL(str(int(dim))),
+                     sql.Literal(model_id), sql.Literal(int(dim))))
+        return True
+
+    def _index_exists(self, conn: Connection, name: str) -> bool:
+        """Whether the index exists; a positive answer is remembered (indexes stay)."""
+        if name in self._indexed:
+            return True
+        row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
+        if row and row[0]:
+            self._indexed.add(name)
+        return name in self._indexed
+
+    def vector_search(self, authz: AuthzContext, model_id: str, query: Sequence[float], *,
+                      limit: int) -> list[VectorHit]:
+        dim, q = vector_text(query)
+        visible, params = visible_to(authz)
+        if limit <= 0 or visible == "FALSE":
+            return []
+        with self.transaction(authz.tenant) as conn:
+            pinned = conn.execute("SELECT dim FROM vector_models WHERE tenant_id = %s "
+                                  "AND model_id = %s", (authz.tenant, model_id)).fetchone()
+            if pinned is None:
+                return []
+            if int(pinned[0]) != dim:
+                raise StoreError(f"query has {dim} dimensions, vectors have {pinned[0]}")
+            use_index = (bool(np.any(np.asarray(query, dtype=np.float32)))
+                         and self._readable_exceeds(conn, authz)
+                         and self._index_exists(conn, hnsw_index_name(model_id, dim)))
+            if use_index:
+                rows = _hnsw_scan(conn, authz, model_id, dim, q, visible, params, limit,
+                                  self.ef_search)
+            else:
+                rows = _exact_scan(conn, authz, model_id, q, limit)
+        return [VectorHit(str(r[0]), 1.0 - float(r[1])) for r in rows]
+
+    def _readable_exceeds(self, conn: Connection, authz: AuthzContext) -> bool:
+        """Whether the caller may read more chunks than the exact-scan threshold.
+
+        Counts at most threshold + 1 rows, so the estimate costs no more than the exact scan
+        it decides about.
+        """
+        readable, params = readable_chunks(authz)
+        row = conn.execute(f"SELECT count(*) FROM ({readable} LIMIT %s) r",
+                           (*params, self.exact_vector_threshold + 1)).fetchone()
+        return row is not None and int(row[0]) > self.exact_vector_threshold
+
+    def head_vectors(self, tenant: str, model_id: str) -> tuple[list[str], list[bytes]]:
+        rows = self._rows(
+            tenant,
+            "SELECT v.chunk_id, v.embedding::real[] FROM vectors v JOIN chunks c "
+            "ON c.tenant_id = v.tenant_id AND c.chunk_id = v.chunk_id WHERE v.tenant_id = %s "
+            "AND v.model_id = %s AND c.is_head ORDER BY v.chunk_id", (tenant, model_id))
+        return ([str(r[0]) for r in rows],
+                [np.asarray(r[1], dtype=np.float32).tobytes() for r in rows])
+
+
+def _pin_dimension(conn: Connection, tenant: str, model_id: str, dim: int) -> None:
+    conn.execute("INSERT INTO vector_models VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                 (tenant, model_id, dim))
+    row = conn.execute("SELECT dim FROM vector_models WHERE tenant_id = %s AND model_id = %s",
+                       (tenant, model_id)).fetchone()
+    if row is None or int(row[0]) != dim:
+        pinned = None if row is None else int(row[0])
+        raise StoreError(f"model {model_id!r} has {pinned}-dimensional vectors, not {dim}")
+
+
+def _exact_scan(conn: Connection, authz: AuthzContext, model_id: str, q: str,
+                limit: int) -> list[Row]:
+    """Every readable vector scored: the exact top-``limit``, ties broken by chunk id."""
+    readable, params = readable_chunks(authz)
+    # The readable ids as one array probe the primary key directly, whatever the planner's
+    # statistics say (a join here may fall back to scanning every vector of the model).
+    # A zero vector has no direction: its distance is NaN, read as "unrelated" (score 0).
+    return conn.execute(
+        "SELECT v.chunk_id, COALESCE(NULLIF(v.embedding <=> %s::vector, 'NaN'::float8), 1.0) "
+        "AS d FROM vectors v WHERE v.tenant_id = %s AND v.model_id = %s "
+        f"AND v.chunk_id = ANY(ARRAY({readable})) ORDER BY d, v.chunk_id LIMIT %s",
+        (q, authz.tenant, model_id, *params, limit)).fetchall()
+
+
+def _hnsw_scan(conn: Connection, authz: AuthzContext, model_id: str, dim: int, q: str,
+               visible: str, params: list[object], limit: int,
+               ef_search: int) -> list[Row]:
+    conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
+                 "set_config('hnsw.ef_search', %s, true), "
+                 "set_config('hnsw.max_scan_tuples', %s, true)",
+                 (str(max(ef_search, limit)), str(DEFAULT_MAX_SCAN_TUPLES)))
+    # Literals, not parameters: the planner must see the partial index's predicate and
+    # the cast's dimension to choose the index.
+    query = sql.SQL(
+        "SELECT v.chunk_id, (v.embedding::vector({dim}) <=> %s::vector({dim})) AS d "
+        "FROM vectors v JOIN chunks c ON c.tenant_id = v.tenant_id "
+        "AND c.chunk_id = v.chunk_id WHERE v.tenant_id = %s AND v.model_id = {model} "
+        "AND v.dim = {dim_value} AND {visible} ORDER BY d LIMIT %s"
+    ).format(dim=sql.SQL(str(int(dim))), model=sql.Literal(model_id),
+             dim_value=sql.Literal(int(dim)), visible=sql.SQL(visible))
+    rows = conn.execute(query, (q, authz.tenant, *params, limit)).fetchall()
+    return sorted(rows, key=lambda r: (float(r[1]), str(r[0])))

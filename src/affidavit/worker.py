@@ -1,0 +1,228 @@
+"""``affidavit worker``: ingestion workers that drain the PostgreSQL ingestion queue.
+
+Enqueue a folder with :func:`enqueue_local_folder` (the documents' bytes go into the
+queue), then start any number of workers, on any number of machines, against the same
+database. Each worker claims a small batch of documents with ``FOR UPDATE SKIP LOCKED``,
+runs each through :meth:`affidavit.ingest.Ingestor.ingest_one` and commits the document's
+version together with its "done" mark (see :mod:`affidavit.store.postgres_queue`). A worker
+killed mid-document leaves nothing of that document visible; its claims go stale after
+``stale_after`` seconds without a heartbeat and another worker takes them. Workers must
+share the deployment's settings file: the policy epoch is part of every version's identity.
+
+A worker serves one tenant (``--tenant`` / settings), because row-level security shows it
+that tenant's queue only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from affidavit import config as config_module
+from affidavit.config import Settings
+from affidavit.errors import AffidavitError, ConfigurationError
+from affidavit.ingest import QUARANTINED, UNCHANGED, Ingestor
+from affidavit.records import canonical_json
+from affidavit.sources import LocalFolderSource
+from affidavit.store import open_store
+from affidavit.store.base import QuarantineRecord
+from affidavit.store.postgres import PostgresStore
+from affidavit.store.postgres_base import now_text
+from affidavit.store.postgres_queue import (
+    ClaimLost,
+    QueueClaim,
+    QueueCompletion,
+    claim_documents,
+    complete_unchanged,
+    enqueue_documents,
+    finish_drained_runs,
+    heartbeat,
+    pending_documents,
+    record_warnings,
+    release_claims,
+)
+
+ATTEMPTS_EXHAUSTED = "INGEST_ATTEMPTS_EXHAUSTED"
+WORKER_ERROR = "WORKER_ERROR"
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """How a worker claims and waits. ``once``: exit when the tenant's queue is empty."""
+
+    batch_size: int = 8
+    stale_after: float = 300.0
+    poll_interval: float = 1.0
+    max_attempts: int = 5
+    once: bool = False
+
+
+@dataclass
+class WorkerReport:
+    """What one worker did, for its exit line and for tests."""
+
+    worker_id: str
+    processed: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    lost_claims: int = 0
+    runs_finished: list[str] = field(default_factory=list)
+
+
+def new_worker_id() -> str:
+    """host:pid:random, unique per worker process."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def enqueue_local_folder(store: PostgresStore, settings: Settings, path: str | Path,
+                         source_system: str, *, tenant: str | None = None) -> str:
+    """Queue every document under ``path`` as one ingestion run; returns its run id."""
+    source = LocalFolderSource(path, source_system=source_system,
+                               max_document_bytes=settings.ingest.max_document_bytes,
+                               follow_symlinks=settings.ingest.follow_symlinks)
+    ingestor = Ingestor(store, settings, tenant=tenant)
+    run_id = "run-" + uuid.uuid4().hex[:16]
+    enqueue_documents(store, ingestor.tenant, run_id, source.list_documents(),
+                      params_json=canonical_json({"epoch": ingestor.epoch, "queued": True}))
+    return run_id
+
+
+class Worker:
+    """Drains one tenant's ingestion queue."""
+
+    def __init__(self, store: PostgresStore, settings: Settings, *, tenant: str | None = None,
+                 worker_id: str | None = None, options: WorkerOptions | None = None):
+        self.store = store
+        self.settings = settings
+        self.tenant = tenant or settings.tenant
+        self.options = options or WorkerOptions()
+        self.report = WorkerReport(worker_id or new_worker_id())
+
+    def run(self, stop: threading.Event | None = None) -> WorkerReport:
+        """Claim and process until stopped (or, with ``once``, until the queue is empty)."""
+        stop = stop or threading.Event()
+        opts = self.options
+        while not stop.is_set():
+            claims = claim_documents(self.store, self.tenant, self.report.worker_id,
+                                     batch=opts.batch_size, stale_after=opts.stale_after)
+            for done, claim in enumerate(claims):
+                if stop.is_set():
+                    release_claims(self.store, claims[done:])
+                    break
+                heartbeat(self.store, self.tenant, self.report.worker_id)
+                self.process(claim)
+            self.report.runs_finished += finish_drained_runs(self.store, self.tenant)
+            if claims:
+                continue
+            if opts.once and pending_documents(self.store, self.tenant) == 0:
+                break
+            stop.wait(opts.poll_interval)
+        return self.report
+
+    def process(self, claim: QueueClaim) -> None:
+        """Ingest (or quarantine) one claimed document and mark it done with its write."""
+        view = self.store.completing(QueueCompletion(claim))
+        try:
+            if claim.attempts > self.options.max_attempts:
+                status = self._quarantine(view, claim, ATTEMPTS_EXHAUSTED,
+                                          f"gave up after {claim.attempts - 1} attempts")
+            else:
+                status = self._ingest(view, claim)
+        except ClaimLost:
+            self.report.lost_claims += 1
+            return
+        self.report.processed += 1
+        self.report.outcomes[status] = self.report.outcomes.get(status, 0) + 1
+
+    def _ingest(self, view: PostgresStore, claim: QueueClaim) -> str:
+        ingestor = Ingestor(view, self.settings, tenant=self.tenant)
+        try:
+            outcome = ingestor.ingest_one(claim.document, claim.run_id)
+        except (ClaimLost, AffidavitError):
+            raise  # the store is unreachable or the claim is gone: leave it to its owner
+        except Exception as exc:  # a defect in a parser must not stop the whole queue
+            return self._quarantine(view, claim, WORKER_ERROR, f"{type(exc).__name__}: {exc}")
+        if outcome.status == UNCHANGED:
+            complete_unchanged(self.store, claim, outcome.warnings)
+        elif outcome.warnings:
+            record_warnings(self.store, claim, outcome.warnings)
+        return outcome.status
+
+    @staticmethod
+    def _quarantine(view: PostgresStore, claim: QueueClaim, reason_code: str,
+                    message: str) -> str:
+        view.record_quarantine(claim.tenant, QuarantineRecord(
+            claim.run_id, claim.document.alias, claim.document.source_id, reason_code, message,
+            now_text()))
+        return QUARANTINED
+
+
+# ---------------------------------------------------------------------- command line
+
+
+def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``affidavit worker`` (shared by the CLI and ``python -m``)."""
+    parser.add_argument("--once", action="store_true",
+                        help="exit when the queue is empty instead of waiting for more")
+    parser.add_argument("--batch", type=int, default=WorkerOptions.batch_size,
+                        help="documents claimed at a time (default 8)")
+    parser.add_argument("--stale-after", type=float, default=WorkerOptions.stale_after,
+                        help="seconds without heartbeat before a claim is taken over "
+                             "(default 300)")
+    parser.add_argument("--poll", type=float, default=WorkerOptions.poll_interval,
+                        help="seconds between polls of an empty queue (default 1)")
+
+
+def run_worker_command(store: object, settings: Settings, tenant: str,
+                       args: argparse.Namespace) -> int:
+    """Run a worker as the command line asked; returns the exit status."""
+    if not isinstance(store, PostgresStore):
+        raise ConfigurationError("the ingestion worker needs a PostgreSQL store "
+                                 "(--db postgresql://...)", key="store.db")
+    options = WorkerOptions(batch_size=args.batch, stale_after=args.stale_after,
+                            poll_interval=args.poll, once=args.once)
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM (a deployment stopping the worker): finish the document in hand, then exit.
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    report = Worker(store, settings, tenant=tenant, options=options).run(stop)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())) or "nothing"
+    print(f"worker {report.worker_id}: processed {report.processed} ({counts}); "
+          f"lost claims {report.lost_claims}; runs finished {len(report.runs_finished)}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m affidavit.worker --db postgresql://... [--once]``."""
+    parser = argparse.ArgumentParser(prog="affidavit worker",
+                                     description="Drain the PostgreSQL ingestion queue.")
+    parser.add_argument("--config", help="settings file (default: ./affidavit.toml)")
+    parser.add_argument("--db", help="postgresql:// DSN (env AFFIDAVIT_DB)")
+    parser.add_argument("--tenant", help="tenant (env AFFIDAVIT_TENANT)")
+    add_worker_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        settings = config_module.load(args.config,
+                                      overrides={"store.db": args.db, "tenant": args.tenant})
+        store = open_store(settings.store.db)
+    except AffidavitError as exc:
+        print(f"affidavit: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return run_worker_command(store, settings, settings.tenant, args)
+    except AffidavitError as exc:
+        print(f"affidavit: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""Fixtures of the PostgreSQL-only tests: fresh databases on the session's server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from affidavit.records import Chunk, ParagraphLabel, RawBlob, SireTuple, sha256_hex
+from affidavit.store import VersionBundle
+from tests.pg_fixture import PgCluster
+
+NOW = "2026-01-01T00:00:00+00:00"
+
+
+@pytest.fixture
+def owner_dsn(pg_cluster: PgCluster) -> str:
+    """The owner DSN of a fresh, migrated database."""
+    return pg_cluster.new_database("pgtest")
+
+
+@pytest.fixture
+def pg_store(owner_dsn: str) -> Iterator[object]:
+    from affidavit.store.postgres import PostgresStore
+
+    store = PostgresStore(owner_dsn)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def make_bundle(tenant: str, node: str, version: str, n_chunks: int, *,
+                acl: tuple[str, ...] = ("group:staff#member",), label: str = "INTERNAL",
+                terms: tuple[str, ...] = ("alpha",)) -> VersionBundle:
+    """A version of ``n_chunks`` chunks with distinct 32-character ids."""
+    raw = f"{tenant}/{node}/{version}".encode()
+    chunks = tuple(
+        Chunk(chunk_id=sha256_hex(f"{tenant}/{version}/{i}".encode())[:32], node_id=node,
+              version_id=version, ordinal=i, start=0, end=4, text=f"{' '.join(terms)} {i}",
+              label=label, heading_path=("H",), locator=f"{node} | chunk {i}", witness="w")
+        for i in range(n_chunks))
+    return VersionBundle(
+        tenant=tenant, node_id=node, version_id=version, fingerprint="fp-" + version,
+        blob=RawBlob(sha256_hex(raw), raw, "files", node, "rev", NOW), alias=f"{node}.md",
+        title=f"Title {node}", metadata_json="{}", declared_label=None,
+        normalized_text="text",
+        paragraph_labels=((ParagraphLabel(0, label, ("default",)), 0, 4),),
+        chunks=chunks,
+        postings={c.chunk_id: tuple((t, 1) for t in sorted(terms)) for c in chunks},
+        chunk_lengths={c.chunk_id: len(terms) for c in chunks},
+        acl_tokens=acl, sire=SireTuple("s", ("a",), (), ()), witness="w", run_id="run-1",
+        created_at=NOW)
