@@ -27,6 +27,7 @@ from affidavit.cli_commands import (
     cmd_runs,
     cmd_search,
     cmd_sire,
+    cmd_worker,
 )
 from affidavit.errors import AffidavitError, AuthorizationError, InputRejected
 
@@ -72,6 +73,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ingest)
 
     _add_runs(sub, common, as_json)
+
+    p = sub.add_parser("worker", parents=[common], help="drain the PostgreSQL ingestion queue",
+                       description="Claim queued documents with FOR UPDATE SKIP LOCKED and "
+                                   "ingest them; several workers may run at once. Needs the "
+                                   "'postgres' extra.")
+    try:
+        from affidavit.worker import add_worker_arguments
+    except ImportError:  # the postgres extra is not installed; cmd_worker says so
+        pass
+    else:
+        add_worker_arguments(p)
+    p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("search", parents=[common, reader, as_json], help="search what you may read",
                        description="Lexical search over the chunks the principal may read.")

@@ -263,6 +263,16 @@ def cmd_ledger_replay(ctx: Context) -> int:
     return EXIT_OK if report.matches else EXIT_FAILED
 
 
+def cmd_worker(ctx: Context) -> int:
+    try:
+        from affidavit.worker import run_worker_command
+    except ImportError as exc:
+        raise UsageError("the worker needs the 'postgres' extra: "
+                         "pip install 'affidavit[postgres]'") from exc
+
+    return run_worker_command(ctx.store(), ctx.settings, ctx.tenant, ctx.args)
+
+
 def cmd_authz(ctx: Context) -> int:
     args, store = ctx.args, ctx.store(create=True)
     action = args.authz_action
