@@ -104,3 +104,27 @@ def test_the_command_line_runs_on_postgres(pg_cluster: PgCluster, tmp_path: Path
     code, out = run("ledger", "verify")
     assert code == 0 and "1 records verified" in out
     assert not (tmp_path / ".affidavit").exists()  # nothing went to a SQLite file
+
+
+def test_affidavit_worker_drains_a_queued_folder(pg_cluster: PgCluster, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from affidavit.worker import enqueue_local_folder
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("AFFIDAVIT_TENANT", "AFFIDAVIT_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    shutil.copy(EXAMPLES / "affidavit.toml", tmp_path / "affidavit.toml")
+    dsn = pg_cluster.new_database("queued")
+    monkeypatch.setenv("AFFIDAVIT_DB", dsn)
+    settings = load(tmp_path / "affidavit.toml", environ={})
+    store = PostgresStore(dsn)
+    try:
+        run_id = enqueue_local_folder(store, settings, EXAMPLES / "corpus", "examples")
+        assert main(["worker", "--once", "--poll", "0.05"]) == 0
+        assert "runs finished 1" in capsys.readouterr().out
+        run = store.get_run(settings.tenant, run_id)
+        assert run is not None and run.status == "COMPLETED"
+        assert json.loads(run.summary_json)["ingested"] > 20
+    finally:
+        store.close()
