@@ -12,14 +12,16 @@ import pytest
 
 from affidavit.answer import ExtractiveProvider, ProviderRequest, ProviderResponse
 from affidavit.authz import may_view_record
-from affidavit.config import Settings
+from affidavit.config import DEFAULT_LABELS, Settings
 from affidavit.identity.lifecycle import approve_sire
 from affidavit.ingest import Ingestor
 from affidavit.ledger.record import redact_for
 from affidavit.query import Engine
 from affidavit.sources import LocalFolderSource
-from affidavit.store import SQLiteStore
+from affidavit.store import SQLiteStore, Store
+from tests.conftest import BACKENDS
 from tests.oracle.oracle_world import AT, World, generate_world
+from tests.pg_fixture import PgCluster
 
 SHARED_USERS = [f"user:shared-{i:02d}" for i in range(10)]
 
@@ -41,7 +43,7 @@ class RecordingProvider:
 
 @dataclass
 class Universe:
-    store: SQLiteStore
+    store: Store
     settings: Settings
     worlds: dict[str, World]
     engines: dict[str, Engine]
@@ -57,9 +59,10 @@ class Universe:
         return redact_for(entry, authz, self.store)
 
 
-def build_universe(root: Path, *, seeds: tuple[int, int] = (1, 2)) -> Universe:
+def build_universe(root: Path, *, seeds: tuple[int, int] = (1, 2),
+                   store: Store | None = None) -> Universe:
     settings = Settings()
-    store = SQLiteStore(root / "oracle.db")
+    store = store if store is not None else SQLiteStore(root / "oracle.db")
     worlds = {
         "acme": generate_world("acme", "a", seed=seeds[0], shared_users=SHARED_USERS),
         "globex": generate_world("globex", "b", seed=seeds[1], shared_users=SHARED_USERS),
@@ -75,15 +78,28 @@ def build_universe(root: Path, *, seeds: tuple[int, int] = (1, 2)) -> Universe:
     providers = {t: RecordingProvider() for t in worlds}
     engines = {t: Engine(store, settings, tenant=t, provider=providers[t]) for t in worlds}
     markers = {}
-    for tenant, chunk_id, text in store._read("SELECT tenant_id, chunk_id, text FROM chunks"):
-        found = {m for m in worlds[str(tenant)].by_marker if m in str(text)}
-        assert len(found) == 1, "every chunk carries exactly its own document's marker"
-        markers[(str(tenant), str(chunk_id))] = found.pop()
+    # Read back through the store's own API so that every backend is checked the same way.
+    for tenant, world in worlds.items():
+        for doc in world.docs:
+            ids = store.source_chunk_ids(tenant, doc.alias)
+            for label in DEFAULT_LABELS:
+                for chunk in store.chunks_with_label(tenant, ids, label):
+                    found = {m for m in world.by_marker if m in chunk.text}
+                    assert len(found) == 1, "every chunk carries exactly its own marker"
+                    markers[(tenant, chunk.chunk_id)] = found.pop()
     return Universe(store, settings, worlds, engines, providers, markers)
 
 
-@pytest.fixture(scope="module")
-def universe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Universe]:
-    built = build_universe(tmp_path_factory.mktemp("oracle"))
+@pytest.fixture(scope="module", params=BACKENDS)
+def universe(request: pytest.FixtureRequest,
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Universe]:
+    """The same generated universe on every store backend."""
+    store: Store | None = None
+    if request.param == "postgres":
+        cluster: PgCluster = request.getfixturevalue("pg_cluster")  # skips if no server
+        from affidavit.store.postgres import PostgresStore
+
+        store = PostgresStore(cluster.new_database("oracle"))
+    built = build_universe(tmp_path_factory.mktemp("oracle"), store=store)
     yield built
     built.store.close()
