@@ -42,6 +42,7 @@ from affidavit.store.postgres_queue import (
     QueueCompletion,
     claim_documents,
     complete_unchanged,
+    content_lock,
     enqueue_documents,
     finish_drained_runs,
     heartbeat,
@@ -99,6 +100,10 @@ class Worker:
 
     def __init__(self, store: PostgresStore, settings: Settings, *, tenant: str | None = None,
                  worker_id: str | None = None, options: WorkerOptions | None = None):
+        if store.pool.max_size < 2:
+            # One connection holds the document's content lock while the writes use another.
+            raise ConfigurationError("an ingestion worker needs a pool of two connections or "
+                                     "more", key="store.db")
         self.store = store
         self.settings = settings
         self.tenant = tenant or settings.tenant
@@ -134,7 +139,8 @@ class Worker:
                 status = self._quarantine(view, claim, ATTEMPTS_EXHAUSTED,
                                           f"gave up after {claim.attempts - 1} attempts")
             else:
-                status = self._ingest(view, claim)
+                with content_lock(self.store, claim.tenant, claim.document.content):
+                    status = self._ingest(view, claim)
         except ClaimLost:
             self.report.lost_claims += 1
             return
@@ -145,7 +151,7 @@ class Worker:
         ingestor = Ingestor(view, self.settings, tenant=self.tenant)
         try:
             outcome = ingestor.ingest_one(claim.document, claim.run_id)
-        except (ClaimLost, AffidavitError):
+        except AffidavitError:
             raise  # the store is unreachable or the claim is gone: leave it to its owner
         except Exception as exc:  # a defect in a parser must not stop the whole queue
             return self._quarantine(view, claim, WORKER_ERROR, f"{type(exc).__name__}: {exc}")

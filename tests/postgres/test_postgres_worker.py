@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -16,7 +17,12 @@ import pytest
 
 from affidavit.config import Settings, load
 from affidavit.store.postgres import PostgresStore
-from affidavit.store.postgres_queue import QueueClaim, claim_documents, pending_documents
+from affidavit.store.postgres_queue import (
+    QueueClaim,
+    claim_documents,
+    content_lock,
+    pending_documents,
+)
 from affidavit.worker import ATTEMPTS_EXHAUSTED, Worker, WorkerOptions, enqueue_local_folder
 
 pytestmark = pytest.mark.postgres
@@ -150,6 +156,28 @@ def test_a_stopping_worker_gives_back_what_it_has_not_started(tmp_path: Path,
                          "AND claimed_by IS NULL AND attempts = 0") == 4
     Worker(store, settings, options=WorkerOptions(once=True)).run()
     assert pending_documents(store, TENANT) == 0 and len(store.heads(TENANT)) == 5
+
+
+def test_two_copies_of_one_document_are_never_written_side_by_side(tmp_path: Path,
+                                                                  queue: tuple) -> None:
+    store, settings = queue
+    docs = write_corpus(tmp_path, 1)
+    first_run = enqueue_local_folder(store, settings, docs, "files")
+    second_run = enqueue_local_folder(store, settings, docs, "files")  # queued twice
+    [first] = claim_documents(store, TENANT, "a", batch=1, stale_after=300)
+    [second] = claim_documents(store, TENANT, "b", batch=1, stale_after=300)
+    assert (first.run_id, second.run_id) == (first_run, second_run)
+    late, early = Worker(store, settings, worker_id="b"), Worker(store, settings, worker_id="a")
+    racing = threading.Thread(target=late.process, args=(second,))
+    with content_lock(store, TENANT, first.document.content):  # someone holds these bytes
+        racing.start()
+        racing.join(0.5)
+        assert racing.is_alive(), "the second copy did not wait for the lock"
+    early.process(first)  # races the released thread: either may go first
+    racing.join(30)
+    outcomes = Counter(early.report.outcomes) + Counter(late.report.outcomes)
+    assert outcomes == {"ingested": 1, "unchanged": 1} and versions_per_node(store) == {1}
+    assert store.list_quarantine(TENANT) == []
 
 
 def spawn_worker(dsn: str, workdir: Path) -> subprocess.Popen[bytes]:

@@ -52,7 +52,11 @@ from affidavit.store.postgres_setup import (
     prepare_database,
     redact,
 )
-from affidavit.store.postgres_vectors import DEFAULT_EXACT_THRESHOLD, VectorTables
+from affidavit.store.postgres_vectors import (
+    DEFAULT_EF_SEARCH,
+    DEFAULT_EXACT_THRESHOLD,
+    VectorTables,
+)
 
 _CHUNK_COLUMNS = (
     "c.chunk_id, c.node_id, c.version_id, c.ordinal, c.start_offset, c.end_offset, c.text, "
@@ -77,17 +81,20 @@ class PostgresStore(GovernanceTables, VectorTables):
 
     ``dsn`` is normally the schema owner's (see :mod:`affidavit.store.postgres_setup` for
     how the application role is derived); ``app_dsn`` names the application connection
-    explicitly. ``exact_vector_threshold`` is the number of readable vectors up to which
-    vector search scans exactly instead of walking the HNSW index.
+    explicitly. ``exact_vector_threshold`` is the number of readable chunks up to which
+    vector search scans exactly instead of walking the HNSW index, and ``ef_search`` the
+    HNSW candidate list of that walk (larger: better recall, slower).
     """
 
     backend = "postgres"
 
     def __init__(self, dsn: str, *, app_dsn: str | None = None,
                  app_role: str = DEFAULT_APP_ROLE, pool_size: int = 4,
-                 exact_vector_threshold: int = DEFAULT_EXACT_THRESHOLD):
+                 exact_vector_threshold: int = DEFAULT_EXACT_THRESHOLD,
+                 ef_search: int = DEFAULT_EF_SEARCH):
         self.path = redact(dsn)
         self.exact_vector_threshold = exact_vector_threshold
+        self.ef_search = ef_search
         self._indexed: set[str] = set()
         application = prepare_database(dsn, app_dsn=app_dsn, app_role=app_role)
         self._owner_dsn = None if application == dsn else dsn

@@ -89,7 +89,9 @@ def readable_chunks(authz: AuthzContext) -> tuple[str, list[object]]:
 
 
 def _reset(conn: Connection) -> None:
+    # Nothing a previous user of the connection set or locked at session level survives.
     conn.execute("RESET ALL")
+    conn.execute("SELECT pg_advisory_unlock_all()")
 
 
 def open_pool(app_dsn: str, *, size: int, name: str) -> ConnectionPool[Connection]:
@@ -124,6 +126,17 @@ class PostgresBase:
         try:
             with self._pool.connection() as conn, conn.transaction():
                 conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant))
+                yield conn
+        except AffidavitError:
+            raise
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise StoreError(f"database operation failed: {exc}") from exc
+
+    @contextmanager
+    def pool_connection(self) -> Iterator[Connection]:
+        """A pooled connection outside any transaction (for session-level advisory locks)."""
+        try:
+            with self._pool.connection() as conn:
                 yield conn
         except AffidavitError:
             raise

@@ -285,9 +285,20 @@ CREATE INDEX ingest_queue_pending ON ingest_queue (tenant_id, enqueued_at, run_i
     WHERE status <> 'done';
 """
 
+_COVERING_KEYS = """
+-- Lexical search probes a chunk for every posting of the query terms: with what scoring and
+-- the authz filter read of a chunk (and a posting's tf) in the keys, each probe reads index
+-- pages only, not a heap page scattered anywhere in the table.
+ALTER TABLE chunks DROP CONSTRAINT chunks_pkey,
+    ADD PRIMARY KEY (tenant_id, chunk_id) INCLUDE (version_id, label, is_head, n_tokens);
+ALTER TABLE postings DROP CONSTRAINT postings_pkey,
+    ADD PRIMARY KEY (tenant_id, term, chunk_id) INCLUDE (tf);
+"""
+
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial_schema", _INITIAL_SCHEMA),
     Migration(2, "ingest_queue", _INGEST_QUEUE),
+    Migration(3, "covering_keys", _COVERING_KEYS),
 )
 
 TENANT_TABLES: tuple[str, ...] = (

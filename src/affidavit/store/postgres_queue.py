@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from affidavit.errors import StoreError
-from affidavit.records import DocumentMetadata, SourceDocument, canonical_json
+from affidavit.records import DocumentMetadata, SourceDocument, canonical_json, sha256_hex
 from affidavit.store.base import QuarantineRecord, VersionBundle
 from affidavit.store.postgres_base import (
     Connection,
@@ -112,6 +113,24 @@ def heartbeat(store: PostgresBase, tenant: str, worker_id: str) -> int:
         return conn.execute("UPDATE ingest_queue SET heartbeat = now() WHERE tenant_id = %s "
                             "AND claimed_by = %s AND status = 'claimed'",
                             (tenant, worker_id)).rowcount
+
+
+@contextmanager
+def content_lock(store: PostgresBase, tenant: str, content: bytes) -> Iterator[None]:
+    """Hold the tenant-wide lock of these exact bytes while a document is derived and written.
+
+    Two queued copies of one document (the same folder queued twice) would otherwise be
+    derived side by side and race to commit the same version; under the lock the second
+    finds the first's head and is ``unchanged``. A session lock, released here or, if the
+    worker dies, by the server when its connection drops.
+    """
+    key = f"affidavit:content:{tenant}:{sha256_hex(content)}"
+    with store.pool_connection() as conn:
+        conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
 
 
 def release_claims(store: PostgresBase, claims: Iterable[QueueClaim]) -> int:
