@@ -42,12 +42,13 @@ from affidavit.records import (
     stable_hash,
 )
 from affidavit.sources import Transport
-from affidavit.store.base import QuarantineRecord, Store, VersionBundle
+from affidavit.store.base import HeadInfo, QuarantineRecord, Store, VersionBundle
 
 RESOLVER_VERSION = "1"
 NO_MODEL = "none"
 
 INGESTED, UNCHANGED, QUARANTINED = "ingested", "unchanged", "quarantined"
+IDENTITY_COLLISION = "IDENTITY_COLLISION"
 
 
 @dataclass
@@ -98,6 +99,16 @@ class RunSummary:
 
 
 ProgressCallback = Callable[[int, DocumentOutcome], None]
+
+
+@dataclass(frozen=True)
+class _Identity:
+    """An extracted document and the node it claims."""
+
+    extracted: ExtractedDocument
+    metadata: DocumentMetadata
+    source_id: str
+    node_id: str
 
 
 def _now() -> str:
@@ -208,27 +219,42 @@ class Ingestor:
                               summary_json=canonical_json(summary.to_dict()))
 
     def ingest_one(self, document: SourceDocument, run_id: str) -> DocumentOutcome:
+        identity: _Identity | None = None
         try:
             if document.rejection is not None:
                 raise InputRejected(*document.rejection)
-            return self._derive_and_commit(document, run_id)
+            identity = self._identify(document)
+            return self._derive_and_commit(document, identity, run_id)
         except InputRejected as exc:
             outcome = DocumentOutcome(document.alias, document.source_id, QUARANTINED,
                                       exc.reason_code, exc.detail)
         except AffidavitError as exc:
             outcome = DocumentOutcome(document.alias, document.source_id, QUARANTINED,
                                       "PROCESSING_FAILED", str(exc))
+        if identity is not None:
+            # The node the document declared stays listed (a failed edit never withdraws
+            # it), except when the claim itself was refused: the node is someone else's.
+            outcome.source_id = identity.source_id
+            if outcome.reason_code != IDENTITY_COLLISION:
+                outcome.node_id = identity.node_id
         self.store.record_quarantine(self.tenant, QuarantineRecord(
-            run_id, document.alias, document.source_id, outcome.reason_code or "",
+            run_id, document.alias, outcome.source_id, outcome.reason_code or "",
             outcome.message or "", _now()))
         return outcome
 
-    def _derive_and_commit(self, document: SourceDocument, run_id: str) -> DocumentOutcome:
+    def _identify(self, document: SourceDocument) -> _Identity:
+        """Extract the document and settle which node it claims (front matter over sidecar)."""
         extracted = extract(document.content, filename=document.alias,
                             limits=self.settings.ingest)
         metadata = _merge_metadata(extracted.metadata, document.metadata)
         source_id = metadata.source_id or document.source_id
-        node_id = node_id_for(document.source_system, source_id)
+        return _Identity(extracted, metadata, source_id,
+                         node_id_for(document.source_system, source_id))
+
+    def _derive_and_commit(self, document: SourceDocument, identity: _Identity,
+                           run_id: str) -> DocumentOutcome:
+        extracted, metadata = identity.extracted, identity.metadata
+        source_id, node_id = identity.source_id, identity.node_id
         outcome = DocumentOutcome(document.alias, source_id, INGESTED, node_id=node_id)
         acl = self._acl_for(metadata, outcome)
         raw_digest = sha256_hex(document.content)
@@ -242,12 +268,22 @@ class Ingestor:
         if head is not None and head.fingerprint == fingerprint:
             outcome.status = UNCHANGED
             return outcome
-        version_id = version_id_for(node_id, raw_digest, stable_hash(metadata_json), witness)
+        version_id = self._unused_version_id(
+            version_id_for(node_id, raw_digest, stable_hash(metadata_json), witness), head)
         bundle = self._bundle(document, extracted, metadata, source_id, node_id, version_id,
                               acl, raw_digest, witness, metadata_json, fingerprint, run_id)
         self.store.commit_version(bundle)
         outcome.chunks = len(bundle.chunks)
         return outcome
+
+    def _unused_version_id(self, version_id: str, head: HeadInfo | None) -> str:
+        """A restore of bytes the node had before is a new version superseding the head,
+        like any edit: the old version stays history (its chunks, its SIRE approval) and is
+        never brought back. Deterministic: it depends only on what is stored."""
+        while self.store.version_metadata(self.tenant, version_id) is not None:
+            version_id = stable_hash("version-restored", version_id,
+                                     head.version_id if head else "withdrawn")
+        return version_id
 
     def _acl_for(self, metadata: DocumentMetadata, outcome: DocumentOutcome) -> tuple[str, ...]:
         """The version's ACL tokens: its subjects, its ``doc:`` object and the ``folder:``
