@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from tests.e2e.test_invariants import ingest_examples
 from affidavit.answer import ScriptedProvider
 from affidavit.config import Settings
 from affidavit.errors import NotFound
+from affidavit.ledger.record import LedgerWriter
 from affidavit.ledger.replay_record import replay
 from affidavit.query import Engine, _Trace
 from affidavit.records import ScoredChunk
@@ -103,3 +106,66 @@ def test_unknown_record_is_not_found(examples: tuple[SQLiteStore, Settings]) -> 
     store, settings = examples
     with pytest.raises(NotFound):
         replay(store, settings, "led-nope", tenant=settings.tenant)
+
+
+# --------------------------------------------------------------------------- rerank
+
+
+def _reranking(settings: Settings) -> Settings:
+    return settings.replace(retrieval=dataclasses.replace(settings.retrieval, rerank=True))
+
+
+def _ask_reranked(store: SQLiteStore, settings: Settings, judge_answer: str) -> str:
+    provider = ScriptedProvider([judge_answer, "The nightly hotel limit is $250 per night."])
+    result = Engine(store, settings, provider=provider).ask("user:sam.reed", QUESTIONS[0])
+    return result.ledger_record_id
+
+
+def _logged(store: SQLiteStore, settings: Settings, record_id: str) -> dict[str, Any]:
+    entry = store.get_ledger(settings.tenant, record_id)
+    assert entry is not None
+    return dict(json.loads(entry.payload))
+
+
+def _reappend(store: SQLiteStore, settings: Settings, record: dict[str, Any]) -> str:
+    kept = {k: v for k, v in record.items()
+            if k not in ("schema", "record_id", "tenant", "created_at")}
+    return LedgerWriter(store).append(settings.tenant, str(record["request_id"]) + "-copy",
+                                      kept).record_id
+
+
+@pytest.mark.parametrize("judge_answer", ["[3] > [1] > [2]", "[2] > [1]", "no idea", "[99]"])
+def test_reranked_records_replay_from_the_judges_logged_answer(
+        examples: tuple[SQLiteStore, Settings], judge_answer: str) -> None:
+    store, settings = examples
+    settings = _reranking(settings)
+    record_id = _ask_reranked(store, settings, judge_answer)
+    logged = _logged(store, settings, record_id)["rerank"]
+    if judge_answer.startswith("[3]"):
+        assert logged["status"] == "RERANKED" and logged["order"][:3] != logged["sent"][:3]
+    report = replay(store, settings, record_id, tenant=settings.tenant)
+    assert report.matches, report.first_difference
+    assert {"retrieval", "rerank", "gates", "prompt_hash"} <= set(report.checked)
+
+
+def test_records_logged_without_the_judges_answer_still_replay(
+        examples: tuple[SQLiteStore, Settings]) -> None:
+    store, settings = examples
+    settings = _reranking(settings)
+    record = _logged(store, settings, _ask_reranked(store, settings, "[3] > [1] > [2]"))
+    del record["rerank"]["judge_output"]
+    report = replay(store, settings, _reappend(store, settings, record), tenant=settings.tenant)
+    assert report.matches, report.first_difference
+    assert "rerank" in report.checked
+
+
+def test_a_judge_answer_that_does_not_give_the_logged_order_is_a_difference(
+        examples: tuple[SQLiteStore, Settings]) -> None:
+    store, settings = examples
+    settings = _reranking(settings)
+    record = _logged(store, settings, _ask_reranked(store, settings, "[3] > [1] > [2]"))
+    record["rerank"]["judge_output"] = [1, 0]
+    report = replay(store, settings, _reappend(store, settings, record), tenant=settings.tenant)
+    assert not report.matches
+    assert report.first_difference is not None
+    assert report.first_difference.startswith("rerank")

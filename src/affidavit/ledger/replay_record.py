@@ -7,13 +7,17 @@ What is re-executed, each step named in :attr:`ReplayReport.checked` when it ran
 * ``scope``: the out-of-scope gate refuses the question iff the record was refused for it;
 * ``retrieval``: only when the corpus generation and the principal's authorization context
   are what the record logged: the same candidates, scores and gate decisions;
+* ``rerank``: when the record was reranked, the rerank re-executed with the judge's logged
+  answer (:class:`~affidavit.retrieval.rerank.LoggedJudge`): the same chunks sent and held
+  and the same order, which the context gate then starts from;
 * ``prompt``: the prompt recompiled from the logged evidence chunk ids, in their logged
   order, with the logged template version, hashes to the logged prompt hash;
 * ``verification``: fabricated-citation stripping, claim extraction, verification (fed the
   logged model-layer inputs) and the Boundary Gate, run on the logged raw response, give
   the logged claims, output state, reasons and answer.
 
-The model is never called again: the raw response is part of the logged state. Chunks are
+The model is never called again: its raw response and the rerank judge's answer are part of
+the logged state. Chunks are
 read for audit by id regardless of head state (superseded chunks are retained), so a
 record stays replayable after its documents change.
 """
@@ -42,6 +46,7 @@ from affidavit.config import Settings
 from affidavit.errors import NotFound
 from affidavit.records import AuthzContext, Chunk, ScoredChunk
 from affidavit.retrieval import restricted_exit, sire_gate
+from affidavit.retrieval.rerank import JUDGE_FAILED, LoggedJudge, rerank
 from affidavit.retrieval.scope import check_scope
 from affidavit.store.base import Store
 
@@ -151,8 +156,33 @@ def _check_retrieval(run: _Replay, store: Store, settings: Settings, record: Map
         return
     active = store.active_sire(tenant, [c.chunk.version_id for c in candidates])
     sire = sire_gate(candidates, active)
-    context = restricted_exit(sire.kept, limit=settings.answer.max_evidence)
+    ranked = _replay_rerank(run, settings, record, sire.kept)
+    context = restricted_exit(ranked, limit=settings.answer.max_evidence)
     run.compare("gates", record.get("gates"), [sire.to_dict(), context.to_dict()])
+
+
+def _replay_rerank(run: _Replay, settings: Settings, record: Mapping[str, Any],
+                   kept: Sequence[ScoredChunk]) -> list[ScoredChunk]:
+    """The candidates in the order the context gate saw: reranked as logged, if it was."""
+    logged = record.get("rerank")
+    if not isinstance(logged, Mapping):
+        return list(kept)
+    result = rerank(str(record["query"]), kept, LoggedJudge(logged),
+                    top_n=settings.retrieval.rerank_top_n)
+    run.compare("rerank", _rerank_view(logged, logged), _rerank_view(result.to_dict(), logged))
+    return list(result.ordered)
+
+
+def _rerank_view(result: Mapping[str, Any], logged: Mapping[str, Any]) -> dict[str, Any]:
+    """What a replayed rerank must reproduce. A judge failure's message is not: the judge is
+    not called again. Records made before the judge's answer was logged are compared
+    without it (it was rebuilt from their order)."""
+    keys = ["status", "sent", "held", "order"]
+    if logged.get("status") != JUDGE_FAILED:
+        keys.append("detail")
+    if "judge_output" in logged:
+        keys.append("judge_output")
+    return {key: result.get(key) for key in keys}
 
 
 def _lexical(store: Store, settings: Settings) -> Retrieve:
@@ -170,7 +200,12 @@ def _logged_authz(record: Mapping[str, Any]) -> AuthzContext | None:
     return AuthzContext(tenant=str(data["tenant"]), principal=str(data["principal"]),
                         tokens=frozenset(data["tokens"]),
                         granted_labels=frozenset(data["granted_labels"]),
-                        policy_version=str(data["policy_version"]))
+                        policy_version=str(data["policy_version"]),
+                        label_epoch=_optional_str(data.get("label_epoch")))
+
+
+def _optional_str(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def _logged_evidence(store: Store, record: Mapping[str, Any],

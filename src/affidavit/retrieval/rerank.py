@@ -16,7 +16,7 @@ configured LLM provider, always through :class:`~affidavit.answer.GuardedProvide
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -67,11 +67,16 @@ class RerankResult(Generic[C]):
     detail: str = ""
     sent: tuple[str, ...] = ()
     held: tuple[str, ...] = ()
+    # What the judge answered (its indexes, before completion), so that a replay can
+    # re-execute the rerank from the ledger without calling the model again. An entry that
+    # is not an index is kept as None: it makes the answer malformed, and carries no text.
+    judge_output: tuple[int | None, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the ledger."""
         return {"status": self.status, "detail": self.detail, "sent": list(self.sent),
-                "held": list(self.held), "order": [c.chunk.chunk_id for c in self.ordered]}
+                "held": list(self.held), "order": [c.chunk.chunk_id for c in self.ordered],
+                "judge_output": None if self.judge_output is None else list(self.judge_output)}
 
 
 # --------------------------------------------------------------------------- pure parts
@@ -124,7 +129,7 @@ def _as_permutation(order: Sequence[int], n: int) -> list[int] | None:
     """``order`` completed to a permutation of ``range(n)``; ``None`` if not a valid prefix."""
     picked: list[int] = []
     for index in order:
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
+        if not _is_index(index) or not 0 <= index < n:
             return None
         if index in picked:
             return None
@@ -149,16 +154,22 @@ def rerank(query: str, candidates: Sequence[C], judge: ListwiseJudge | None, *,
     sent = tuple(window[i].chunk.chunk_id for i in slots)
     texts = [window[i].chunk.text for i in slots]
     try:
-        order = _as_permutation(list(judge.judge(query, texts)), len(slots))
+        answer = list(judge.judge(query, texts))
     except Exception as exc:  # any judge fault degrades to the fused order
         return RerankResult(fused, JUDGE_FAILED, f"{type(exc).__name__}: {exc}", sent, held)
+    judged = tuple(i if _is_index(i) else None for i in answer)
+    order = _as_permutation(answer, len(slots))
     if order is None:
         return RerankResult(fused, MALFORMED_RANKING, "not a ranking of the candidates",
-                            sent, held)
+                            sent, held, judged)
     reordered = list(window)
     for slot, pick in zip(slots, order, strict=True):
         reordered[slot] = window[slots[pick]]
-    return RerankResult((*reordered, *tail), RERANKED, "", sent, held)
+    return RerankResult((*reordered, *tail), RERANKED, "", sent, held, judged)
+
+
+def _is_index(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def listwise_rerank(query: str, candidates: Sequence[C], judge: ListwiseJudge | None, *,
@@ -193,6 +204,38 @@ class ProviderListwiseJudge:
         if order is None:
             raise ProviderError("the judge's answer is not a ranking")
         return order
+
+
+class LoggedJudge:
+    """A :class:`ListwiseJudge` that answers as the judge did when a ledger record was made.
+
+    Ledger replay re-executes the rerank from the logged state: the model is never called
+    again. A judge that was not called, or that failed, when the record was made fails now,
+    so that the replayed status can only match the logged one.
+    """
+
+    def __init__(self, logged: Mapping[str, Any]) -> None:
+        self.logged = logged
+
+    def judge(self, query: str, candidates: Sequence[str]) -> list[Any]:
+        """The logged answer; raises :class:`ProviderError` when none was logged."""
+        status = self.logged.get("status")
+        if status == JUDGE_FAILED:
+            raise ProviderError(f"the judge failed when the record was made "
+                                f"({self.logged.get('detail', '')})")
+        if status not in (RERANKED, MALFORMED_RANKING):
+            raise ProviderError(f"the judge was not called when the record was made ({status})")
+        output = self.logged.get("judge_output")
+        return list(output) if isinstance(output, list) else _answer_from_order(self.logged)
+
+
+def _answer_from_order(logged: Mapping[str, Any]) -> list[Any]:
+    """The judge's answer rebuilt from a record that logged only the resulting order: the
+    sent chunks in their new order (a reranked window holds exactly the sent chunks)."""
+    if logged.get("status") != RERANKED:
+        return [None]  # logged as malformed: any non-index answer is malformed again
+    position = {str(cid): i for i, cid in enumerate(logged.get("sent", []))}
+    return [position[str(cid)] for cid in logged.get("order", []) if str(cid) in position]
 
 
 def listwise_request(query: str, candidates: Sequence[str]) -> CompiledPrompt:
