@@ -20,7 +20,7 @@ from affidavit.authz import (
     parse_tuple,
 )
 from affidavit.config import Settings
-from affidavit.errors import AffidavitError, InputRejected, NotFound
+from affidavit.errors import AffidavitError, NotFound
 from affidavit.ingest import QUARANTINED, DocumentOutcome, Ingestor
 from affidavit.ledger import replay, verify_chain
 from affidavit.ledger.record import redact_for
@@ -316,7 +316,7 @@ def cmd_authz(ctx: Context) -> int:
 
 
 def cmd_sire(ctx: Context) -> int:
-    from affidavit.identity.lifecycle import approve_sire
+    from affidavit.identity.lifecycle import approve_sires
 
     args, store = ctx.args, ctx.store()
     if args.sire_action == "list":
@@ -335,14 +335,14 @@ def cmd_sire(ctx: Context) -> int:
     targets = [r.sire_id for r in store.list_sire(ctx.tenant, state="PROPOSED")] if args.all \
         else list(args.ids)
     failures = 0
-    for sire_id in targets:
-        try:
-            record = approve_sire(store, ctx.tenant, sire_id, by=args.by, at=_now())
-            print(f"{record.sire_id} ACTIVE (approved by {record.approved_by})")
-        except (InputRejected, NotFound) as exc:
+    approvals = approve_sires(store, ctx.tenant, targets, by=args.by, at=_now())
+    for approval in approvals:
+        if approval.record is not None:
+            print(f"{approval.sire_id} ACTIVE (approved by {approval.record.approved_by})")
+        else:
             failures += 1
-            print(f"{sire_id} not approved: {exc}", file=sys.stderr)
-    print(f"approved {len(targets) - failures} of {len(targets)}")
+            print(f"{approval.sire_id} not approved: {approval.refused}", file=sys.stderr)
+    print(f"approved {len(approvals) - failures} of {len(approvals)}")
     return EXIT_FAILED if failures else EXIT_OK
 
 

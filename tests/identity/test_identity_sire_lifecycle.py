@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from affidavit.config import Settings, SireSettings
-from affidavit.errors import InputRejected
-from affidavit.identity.lifecycle import approve_sire
+from affidavit.errors import InputRejected, NotFound
+from affidavit.identity.lifecycle import approve_sire, approve_sires
 from affidavit.ingest import Ingestor
 from affidavit.query import Engine
 from affidavit.sources import LocalFolderSource
@@ -122,3 +122,61 @@ def test_a_purge_by_the_exclusion_gate_is_in_the_ledger(corpus: tuple) -> None:
     logged = payload["sire"][record.version_id]
     assert logged["subject"] == "soc_2_trust_services_criteria"
     assert "soc 2" not in logged["excluded"]
+
+
+def many_documents(root: Path, n: int) -> None:
+    root.mkdir(exist_ok=True)
+    for i in range(n):
+        (root / f"policy-{i:02d}.md").write_text(
+            POLICY.replace("Access Control Policy", f"Access Control Policy {i}")
+            .replace("oracle_id: SOC 2 Trust Services Criteria", f"oracle_id: Policy {i}"),
+            encoding="utf-8")
+
+
+def test_bulk_approval_is_one_pass_and_records_the_approver(tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    many_documents(root, 12)
+    store = SQLiteStore(tmp_path / "many.db")
+    ingest(root, store)
+    ids = [r.sire_id for r in store.list_sire("default", state="PROPOSED")]
+    assert len(ids) == 12
+    sire_reads: list[str] = []
+    store._conn.set_trace_callback(
+        lambda sql: sire_reads.append(sql) if "FROM sire s JOIN versions" in sql else None)
+    approvals = approve_sires(store, "default", ids, by="user:curator", at=NOW, batch_size=5)
+    store._conn.set_trace_callback(None)
+    # One read of every record, then one read back per batch of 5: never one read per id.
+    assert len(sire_reads) == 1 + 3
+    assert [a.sire_id for a in approvals] == ids
+    assert all(a.refused is None and a.record is not None for a in approvals)
+    for record in store.list_sire("default"):
+        assert (record.state, record.approved_by, record.approved_at) == (
+            "ACTIVE", "user:curator", NOW)
+
+
+def test_bulk_approval_refuses_each_bad_id_alone(corpus: tuple, tmp_path: Path) -> None:
+    root, store = corpus
+    many_documents(root, 2)
+    ingest(root, store)
+    records = {r.alias: r for r in store.list_sire("default")}
+    first, bad, good = (records["access.md"], records["policy-00.md"], records["policy-01.md"])
+    approve_sire(store, "default", first.sire_id, by="user:first", at=NOW)
+    edited = {**bad.sire.to_dict(), "excluded": ["Policy 0"]}
+    with store._write() as conn:
+        conn.execute("UPDATE sire SET tuple_json = ? WHERE sire_id = ?",
+                     (json.dumps(edited), bad.sire_id))
+    approvals = approve_sires(
+        store, "default", [first.sire_id, "sire-unknown", bad.sire_id, good.sire_id,
+                           good.sire_id], by="user:second", at="later")
+    outcome = {a.sire_id: a for a in approvals}
+    assert len(approvals) == 4, "a repeated id is approved once"
+    assert outcome[first.sire_id].record.approved_by == "user:first"  # type: ignore[union-attr]
+    assert isinstance(outcome["sire-unknown"].refused, NotFound)
+    refused = outcome[bad.sire_id].refused
+    assert isinstance(refused, InputRejected) and refused.reason_code == "SIRE_SELF_EXCLUSION"
+    assert outcome[good.sire_id].record.approved_by == "user:second"  # type: ignore[union-attr]
+    states = {r.sire_id: (r.state, r.approved_by) for r in store.list_sire("default")}
+    assert states[bad.sire_id] == ("PROPOSED", None)
+    assert states[good.sire_id] == ("ACTIVE", "user:second")
+    with pytest.raises(InputRejected):
+        approve_sires(store, "default", [good.sire_id], by=" ", at=NOW)

@@ -185,3 +185,20 @@ def test_vectors_are_searched_only_among_readable_chunks(store: Store) -> None:
     store.commit_version(bundle("n1", "v3", [("INTERNAL", "z", {"z": 1})], content=b"new"))
     assert store.corpus_generation(T) > generation
     assert ids["v1-c0"] not in store.head_vectors(T, "m")[0]
+
+
+def test_bulk_activation_records_the_approver_and_is_all_or_nothing(store: Store) -> None:
+    for n in ("n1", "n2", "n3"):
+        store.commit_version(bundle(n, "v" + n, [("INTERNAL", "x", {"x": 1})]))
+    ids = {r.node_id: r.sire_id for r in store.list_sire(T)}
+    store.activate_sire(T, [ids["n1"]], by="alice", at=NOW)
+    with pytest.raises(NotFound):
+        store.activate_sire(T, [ids["n2"], "nope"], by="bob", at="later")
+    assert store.list_sire(T, state="ACTIVE")[0].node_id == "n1", "nothing changed"
+    records = store.activate_sire(T, [ids["n3"], ids["n1"], ids["n2"]], by="bob", at="later")
+    assert [r.sire_id for r in records] == [ids["n3"], ids["n1"], ids["n2"]]
+    assert [(r.state, r.approved_by) for r in records] == [
+        ("ACTIVE", "bob"), ("ACTIVE", "alice"), ("ACTIVE", "bob")]
+    assert store.activate_sire("tenant-b", [], by="bob", at=NOW) == []
+    with pytest.raises(NotFound):
+        store.activate_sire("tenant-b", [ids["n1"]], by="mallory", at=NOW)

@@ -260,6 +260,13 @@ class Store(Protocol):
     def set_sire_state(self, tenant: str, sire_id: str, *, state: str, by: str,
                        at: str) -> SireRecord: ...
 
+    def activate_sire(self, tenant: str, sire_ids: Sequence[str], *, by: str,
+                      at: str) -> list[SireRecord]:
+        """Make these records ACTIVE in one transaction, recorded with who approved and when;
+        a record already ACTIVE keeps its approver. NotFound (nothing changed) for an
+        unknown id. Returns the records in the order given."""
+        ...
+
     def active_sire(self, tenant: str, version_ids: Sequence[str]) -> dict[str, SireRecord]: ...
 
     # ---- ledger --------------------------------------------------------------------

@@ -173,6 +173,25 @@ class GovernanceTables(PostgresBase):
                 raise NotFound(f"no SIRE record {sire_id}")
             return _sire_rows(conn, "s.tenant_id = %s AND s.sire_id = %s", (tenant, sire_id))[0]
 
+    def activate_sire(self, tenant: str, sire_ids: Sequence[str], *, by: str,
+                      at: str) -> list[SireRecord]:
+        ids = list(dict.fromkeys(sire_ids))
+        if not ids:
+            return []
+        where = "s.tenant_id = %s AND s.sire_id = ANY(%s)"
+        with self.transaction(tenant) as conn:
+            known = {str(r[0]) for r in conn.execute(
+                "SELECT sire_id FROM sire WHERE tenant_id = %s AND sire_id = ANY(%s) "
+                "FOR UPDATE", (tenant, ids)).fetchall()}
+            missing = [i for i in ids if i not in known]
+            if missing:
+                raise NotFound(f"no SIRE record {missing[0]}")
+            conn.execute("UPDATE sire SET state = 'ACTIVE', approved_by = %s, approved_at = %s "
+                         "WHERE tenant_id = %s AND sire_id = ANY(%s) AND state <> 'ACTIVE'",
+                         (by, at, tenant, ids))
+            by_id = {r.sire_id: r for r in _sire_rows(conn, where, (tenant, ids))}
+        return [by_id[i] for i in ids]
+
     def active_sire(self, tenant: str, version_ids: Sequence[str]) -> dict[str, SireRecord]:
         ids = sorted(set(version_ids))
         if not ids:

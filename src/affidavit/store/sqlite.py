@@ -320,7 +320,7 @@ class SQLiteStore(GovernanceTables, VectorTables):
         ids = sorted(set(chunk_ids))
         if not ids:
             return []
-        visible, visible_params = visibility_sql(authz)
+        visible, visible_params = visibility_sql(authz, per_row=True)
         rows = self._read(
             f"SELECT {_CHUNK_COLUMNS}, v.title, v.alias, n.source_id, n.source_system, c.is_head "
             "FROM chunks c JOIN versions v ON v.tenant_id = c.tenant_id "

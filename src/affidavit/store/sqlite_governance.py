@@ -187,6 +187,24 @@ class GovernanceTables:
                 raise NotFound(f"no SIRE record {sire_id}")
         return self._sire_rows("s.tenant_id = ? AND s.sire_id = ?", (tenant, sire_id))[0]
 
+    def activate_sire(self, tenant: str, sire_ids: Sequence[str], *, by: str,
+                      at: str) -> list[SireRecord]:
+        ids = list(dict.fromkeys(sire_ids))
+        if not ids:
+            return []
+        where = f"s.tenant_id = ? AND s.sire_id IN ({_placeholders(len(ids))})"
+        with self._write() as conn:
+            known = {str(r[0]) for r in conn.execute(
+                f"SELECT sire_id FROM sire s WHERE {where}", (tenant, *ids))}
+            missing = [i for i in ids if i not in known]
+            if missing:
+                raise NotFound(f"no SIRE record {missing[0]}")
+            conn.executemany("UPDATE sire SET state = 'ACTIVE', approved_by = ?, "
+                             "approved_at = ? WHERE tenant_id = ? AND sire_id = ? "
+                             "AND state <> 'ACTIVE'", [(by, at, tenant, i) for i in ids])
+        by_id = {r.sire_id: r for r in self._sire_rows(where, (tenant, *ids))}
+        return [by_id[i] for i in ids]
+
     def active_sire(self, tenant: str, version_ids: Sequence[str]) -> dict[str, SireRecord]:
         ids = sorted(set(version_ids))
         if not ids:

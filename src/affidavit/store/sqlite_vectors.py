@@ -17,14 +17,26 @@ from affidavit.records import AuthzContext
 from affidavit.store.base import VectorHit
 
 
-def visibility_sql(authz: AuthzContext) -> tuple[str, list[object]]:
-    """SQL admitting a chunk row ``c`` only for this context (shared with lexical search)."""
+def visibility_sql(authz: AuthzContext, *, per_row: bool = False) -> tuple[str, list[object]]:
+    """SQL admitting a chunk row ``c`` only for this context (shared with lexical search).
+
+    ``per_row`` probes each row's own version instead: right when a handful of known chunk
+    ids is checked (reading back hits), wrong when a search visits many rows.
+    """
     labels = sorted(authz.granted_labels)
     tokens = sorted(authz.tokens)
     if not labels or not tokens:
         return "0", []
     marks_l = ",".join("?" * len(labels))
     marks_t = ",".join("?" * len(tokens))
+    if per_row:
+        clause = (
+            f"c.is_head = 1 AND c.label IN ({marks_l}) AND EXISTS ("
+            "SELECT 1 FROM acl_tokens a WHERE a.tenant_id = c.tenant_id "
+            f"AND a.version_id = c.version_id AND a.token IN ({marks_t}))"
+        )
+        row_params: list[object] = [*labels, *tokens]
+        return clause, row_params
     # Driven by the caller's tokens (index acl_by_token): the set of readable versions is
     # computed once, not probed per chunk, which matters for principals with many tokens.
     clause = (
