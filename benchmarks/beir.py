@@ -42,6 +42,7 @@ from affidavit.config import (
     Settings,
     VectorSettings,
 )
+from affidavit.identity.lifecycle import approve_sires
 from affidavit.index import (
     EmbeddingBackend,
     MemoryIndex,
@@ -97,7 +98,9 @@ def bench_settings(backend: str, batch_size: int, extra_tuples: Sequence[str] = 
         chunking=ChunkingSettings(max_chars=16_000, min_chars=0),
         lexical=LexicalSettings(k1=1.2, b=0.75, language="english", stem=True,
                                 stop_words=("@english",)),
-        vectors=VectorSettings(backend=backend, batch_size=batch_size, compute="ingest"),
+        # "lazy": the ingest timing is the lexical ingest alone, and embed() below measures
+        # the embedding (done inside the ingest, it left nothing for embed() to count).
+        vectors=VectorSettings(backend=backend, batch_size=batch_size, compute="lazy"),
     )
 
 
@@ -168,9 +171,7 @@ def ingest(store: SQLiteStore, settings: Settings, data: Dataset) -> None:
     t0 = time.perf_counter()
     now = datetime.now(UTC).isoformat()
     proposed = store.list_sire(settings.tenant, state="PROPOSED")
-    for record in proposed:
-        store.set_sire_state(settings.tenant, record.sire_id, state="APPROVED", by="bench", at=now)
-        store.set_sire_state(settings.tenant, record.sire_id, state="ACTIVE", by="bench", at=now)
+    approve_sires(store, settings.tenant, [r.sire_id for r in proposed], by="bench", at=now)
     print(f"sire: {len(proposed)} approved and ACTIVE in {time.perf_counter() - t0:.1f} s")
 
 

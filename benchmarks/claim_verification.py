@@ -14,6 +14,7 @@ claim ids) and reported on the other half (odd ids).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -146,7 +147,12 @@ def minilm() -> MiniLM | str:
 
 
 def main(argv: Sequence[str]) -> int:
-    path = Path(argv[1]) if len(argv) > 1 else DEFAULT_DATA
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="The SciFact dev claims are expected at ../shared/data/scifact by default.")
+    parser.add_argument("claims", nargs="?", type=Path, default=DEFAULT_DATA,
+                        help=f"claims-dev.jsonl (default: {DEFAULT_DATA})")
+    path = parser.parse_args(argv[1:]).claims
     rows = load(path)
     print(f"{path}: {len(rows)} claims, labels {dict(Counter(r['label'] for r in rows))}")
     plain, _ = embed(rows, None)

@@ -1,12 +1,14 @@
 """The ``affidavit`` command: argument parsing and exit codes.
 
 Exit status: 0 success; 1 the operation failed; 2 usage error (including a missing or
-malformed ``--as`` principal); 3 ingestion finished but some documents were quarantined.
+malformed ``--as`` principal); 3 ingestion finished but some documents were quarantined;
+141 the output pipe was closed by its reader (128 + SIGPIPE, as for other tools).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -30,6 +32,8 @@ from affidavit.cli_commands import (
     cmd_worker,
 )
 from affidavit.errors import AffidavitError, AuthorizationError, InputRejected
+
+EXIT_BROKEN_PIPE = 141
 
 __all__ = ["build_parser", "main"]
 
@@ -198,6 +202,21 @@ def _add_sire(sub: Any, common: Any, as_json: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _dispatch(argv)
+        # Flush here, not at interpreter exit, so that a closed pipe is caught below.
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (``affidavit search ... | head``): what it wanted it has.
+        # Exit quietly as a process ended by SIGPIPE does; stdout goes to /dev/null so that
+        # the interpreter's own flush at exit cannot raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "demo":
