@@ -41,12 +41,23 @@ __all__ = ["build_parser", "main"]
 # --------------------------------------------------------------------------- parser
 
 
+def _global_options(default: Any) -> argparse.ArgumentParser:
+    """``--config``, ``--db`` and ``--tenant``, whose unset value is ``default``."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--config", default=default,
+                         help="settings file (default: ./affidavit.toml if present)")
+    options.add_argument("--db", default=default,
+                         help="database file (default: .affidavit/affidavit.db; env AFFIDAVIT_DB)")
+    options.add_argument("--tenant", default=default,
+                         help="tenant (default: 'default'; env AFFIDAVIT_TENANT)")
+    return options
+
+
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", help="settings file (default: ./affidavit.toml if present)")
-    common.add_argument("--db", help="database file (default: .affidavit/affidavit.db; "
-                                     "env AFFIDAVIT_DB)")
-    common.add_argument("--tenant", help="tenant (default: 'default'; env AFFIDAVIT_TENANT)")
+    # The global options are accepted before and after the subcommand. A subcommand's
+    # parser writes its defaults over what the main parser read, so there they default to
+    # SUPPRESS: only a value actually given after the subcommand replaces one given before.
+    common = _global_options(argparse.SUPPRESS)
     reader = argparse.ArgumentParser(add_help=False)
     reader.add_argument("--as", dest="as_principal", required=True, metavar="PRINCIPAL",
                         help="who is asking, e.g. user:alice (required: reads fail closed)")
@@ -54,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     as_json.add_argument("--json", action="store_true", help="print JSON")
 
     parser = argparse.ArgumentParser(
-        prog="affidavit", parents=[common],
+        prog="affidavit", parents=[_global_options(None)],
         description="Governed retrieval-augmented generation: permission-first retrieval, "
                     "verified claims, a hash-chained ledger.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -221,6 +232,11 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         from affidavit.demo import run_demo
+
+        given = [f"--{name}" for name in ("config", "db", "tenant") if getattr(args, name)]
+        if given:  # the demo builds its own settings and database: refuse, never ignore
+            parser.error(f"demo uses a temporary database of its own; {', '.join(given)} "
+                         "cannot apply to it")
 
         try:
             return run_demo(question=args.question, principal=args.as_principal,
