@@ -105,8 +105,8 @@ def test_aliases_are_masked_with_spaces_of_equal_length() -> None:
     assert len(verdict.masked_question) == len(question)
 
 
-@pytest.mark.parametrize("question", ["Northwinds of change", "the nwatch app", "Bellhavens",
-                                      "north wind", ""])
+@pytest.mark.parametrize("question", ["the nwatch app", "Northwindow", "north wind",
+                                      "Bellhavenish", ""])
 def test_words_that_merely_contain_an_alias_pass(question: str) -> None:
     assert not check_scope(question, ENTITIES).refused
 
@@ -121,3 +121,33 @@ def test_unicode_disguises_do_not_get_past_the_gate(question: str) -> None:
     assert verdict.refused and verdict.entities == ("Northwind Assurance",)
     assert len(verdict.masked_question) == len(question)
     assert "rates" in verdict.masked_question
+
+
+@pytest.mark.parametrize(("question", "masked"), [
+    ("What are Northwinds rates?", "What are            rates?"),
+    ("Northwind's rates", "         's rates"),
+    ("both Bellhavens", "both           "),
+    ("Ask NWAs about it", "Ask      about it"),
+    ("**North\u00adwinds'** rates", "**" + " " * 11 + "'** rates"),
+])
+def test_scope_gate_refuses_inflected_forms_the_way_retrieval_stems_them(
+        question: str, masked: str) -> None:
+    verdict = check_scope(question, ENTITIES)
+    assert verdict.refused
+    assert verdict.masked_question == masked
+
+
+def test_scope_gate_stems_in_the_configured_retrieval_language() -> None:
+    from affidavit.config import LexicalSettings
+
+    entities = {"Nordwind": ("Nordwind",)}
+    assert check_scope("die Nordwinde", entities,
+                       lexical=LexicalSettings(language="german")).refused
+    unstemmed = LexicalSettings(language="german", stem=False)
+    assert not check_scope("die Nordwinde", entities, lexical=unstemmed).refused
+
+
+def test_a_shorter_alias_inside_a_longer_entity_name_counts_once() -> None:
+    entities = {"Northwind Assurance": (), "Northwind": ()}
+    verdict = check_scope("Northwind Assurances", entities)
+    assert verdict.entities == ("Northwind Assurance",)

@@ -1,5 +1,11 @@
 """Keyword matching for classification: case-insensitive, word-bounded for Latin script.
 
+Keywords are looked for in the paragraph as every matcher reads it
+(:func:`affidavit.matching.normalize_for_matching`: NFKC case folding, invisible characters
+removed, inline markup stripped, line-end hyphenation joined), with the keyword normalised
+the same way; and, as before, in the text as written. Either finding counts, so normalising
+can only add findings, never lose one.
+
 A keyword end made of a Latin letter or digit must meet a word boundary in the text, so that
 ``pii`` does not fire inside ``piie``. CJK text has no spaces between words, so a CJK keyword
 end matches anywhere (plain substring). Whitespace inside a keyword matches any run of
@@ -10,6 +16,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+
+from affidavit.matching import normalize_for_matching
 
 # Scripts written without spaces between words: Han, kana, Hangul and their punctuation.
 _CJK_RANGES = (
@@ -48,17 +56,30 @@ class KeywordSet:
     __slots__ = ("_patterns",)
 
     def __init__(self, keywords: Sequence[str]) -> None:
-        patterns: list[tuple[str, re.Pattern[str]]] = []
+        # (keyword as configured, pattern over the text as written, pattern over the
+        # normalised text); a keyword made only of markup has no normalised pattern.
+        patterns: list[tuple[str, re.Pattern[str] | None, re.Pattern[str] | None]] = []
         for keyword in keywords:
-            pattern = keyword_pattern(keyword)
-            if pattern is not None:
-                patterns.append((keyword, pattern))
+            as_written = keyword_pattern(keyword)
+            normalised = keyword_pattern(normalize_for_matching(keyword))
+            if as_written is not None or normalised is not None:
+                patterns.append((keyword, as_written, normalised))
         self._patterns = tuple(patterns)
 
     @property
     def keywords(self) -> tuple[str, ...]:
-        return tuple(keyword for keyword, _ in self._patterns)
+        return tuple(keyword for keyword, _, _ in self._patterns)
 
-    def found_in(self, text: str) -> list[str]:
-        """The keywords (as configured) that occur in ``text``, in configured order."""
-        return [keyword for keyword, pattern in self._patterns if pattern.search(text)]
+    def found_in(self, text: str, *, normalized: str | None = None) -> list[str]:
+        """The keywords (as configured) that occur in ``text``, in configured order.
+
+        ``normalized`` is ``normalize_for_matching(text)`` when the caller already has it
+        (one paragraph is matched against several keyword sets).
+        """
+        folded = normalize_for_matching(text) if normalized is None else normalized
+        return [
+            keyword
+            for keyword, as_written, normalised in self._patterns
+            if (normalised is not None and normalised.search(folded))
+            or (as_written is not None and as_written.search(text))
+        ]

@@ -16,6 +16,7 @@ from affidavit.classify.detectors import DETECTORS
 from affidavit.classify.policy import SensitivityPolicy
 from affidavit.config import RESTRICTED
 from affidavit.errors import GovernanceError, InputRejected
+from affidavit.matching import fold_literal, normalize_for_matching
 from affidavit.records import ExtractedDocument, ParagraphLabel
 
 # Reasons are listed in this order of kind, then alphabetically within a kind.
@@ -68,6 +69,24 @@ def classify_paragraphs(
     return tuple(labels)
 
 
+def label_text(
+    text: str,
+    *,
+    policy: SensitivityPolicy,
+    declared: str | None,
+    path: str,
+    fallback: str,
+) -> str:
+    """The label of one string derived from a document (a title, a heading, a path).
+
+    The same signals as a paragraph of that document decide it: its declared label, its
+    filename, the keywords and detectors that fire in ``text``; ``fallback`` is what a
+    paragraph of the document with no signal of its own received.
+    """
+    found = _document_signals(policy, declared, path) + _paragraph_signals(policy, text)
+    return policy.most_severe([signal.label for signal in found] or [fallback])
+
+
 def _reasons(signals: Sequence[_Signal]) -> tuple[str, ...]:
     ordered: list[str] = []
     for signal in sorted(signals):
@@ -88,26 +107,36 @@ def _document_signals(policy: SensitivityPolicy, declared: str | None, path: str
 
 
 def restricted_filename_matches(policy: SensitivityPolicy, path: str) -> list[str]:
-    """Restricted filename patterns matching ``path`` or its basename (case-insensitive)."""
-    posix = path.replace("\\", "/").casefold()
-    basename = posix.rsplit("/", 1)[-1]
-    return [
-        pattern
-        for pattern in policy.restricted_filename_patterns
-        if fnmatch.fnmatchcase(posix, pattern.casefold())
-        or fnmatch.fnmatchcase(basename, pattern.casefold())
-    ]
+    """Restricted filename patterns matching ``path`` or its basename (case-insensitive).
+
+    The path is tried as written and as every matcher reads it (full-width letters,
+    ligatures and invisible characters cannot slip a name past a pattern); the pattern is
+    folded the same way but keeps its ``*``, ``?`` and ``_``, which are glob syntax.
+    """
+    posix = path.replace("\\", "/")
+    candidates = {
+        form
+        for spelling in (posix.casefold(), normalize_for_matching(posix))
+        for form in (spelling, spelling.rsplit("/", 1)[-1])
+    }
+    matched: list[str] = []
+    for pattern in policy.restricted_filename_patterns:
+        globs = {pattern.casefold(), fold_literal(pattern)}
+        if any(fnmatch.fnmatchcase(form, glob) for form in candidates for glob in globs):
+            matched.append(pattern)
+    return matched
 
 
 def _paragraph_signals(policy: SensitivityPolicy, text: str) -> list[_Signal]:
+    normalized = normalize_for_matching(text)
     signals = [
         _Signal(_RESTRICTED_KW, f"restricted_keyword:{keyword}", RESTRICTED)
-        for keyword in policy.restricted_keywords.found_in(text)
+        for keyword in policy.restricted_keywords.found_in(text, normalized=normalized)
     ]
     for label, keywords in policy.keyword_sets:
         signals.extend(
             _Signal(_KEYWORD, f"keyword:{label}:{keyword}", label)
-            for keyword in keywords.found_in(text)
+            for keyword in keywords.found_in(text, normalized=normalized)
         )
     for name, label in policy.detectors.items():
         if DETECTORS[name](text):

@@ -133,6 +133,13 @@ def _resolve_language(language: str) -> str:
     )
 
 
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """Spans of the words and CJK runs in ``text`` as the tokenizer cuts them (rules 3-4),
+    for text that is already NFKC-folded; each span gives its terms through
+    :meth:`Tokenizer.tokenize`."""
+    return [match.span() for match in _token_pattern().finditer(text)]
+
+
 def cjk_grams(run: str) -> list[str]:
     """Unigrams then adjacent bigrams of one CJK run, in text order."""
     return [*run, *(run[i : i + 2] for i in range(len(run) - 1))]

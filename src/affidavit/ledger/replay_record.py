@@ -46,6 +46,7 @@ from affidavit.config import Settings
 from affidavit.errors import NotFound
 from affidavit.records import AuthzContext, Chunk, ScoredChunk
 from affidavit.retrieval import restricted_exit, sire_gate
+from affidavit.retrieval.egress import ModelEgress
 from affidavit.retrieval.rerank import JUDGE_FAILED, LoggedJudge, rerank
 from affidavit.retrieval.scope import check_scope
 from affidavit.store.base import Store
@@ -101,7 +102,8 @@ def replay(store: Store, settings: Settings, record_id: str, *, tenant: str,
     _check_config(run, record, settings)
     if not run.compare("scope", _refused_for_scope(record),
                        check_scope(str(record.get("query", "")),
-                                   settings.scope.out_of_scope_entities).refused):
+                                   settings.scope.out_of_scope_entities,
+                                   lexical=settings.lexical).refused):
         return run.report()
     if "prompt" not in record:
         run.skipped.append("prompt: the record was refused before any evidence was assembled")
@@ -156,7 +158,8 @@ def _check_retrieval(run: _Replay, store: Store, settings: Settings, record: Map
         return
     active = store.active_sire(tenant, [c.chunk.version_id for c in candidates])
     sire = sire_gate(candidates, active)
-    ranked = _replay_rerank(run, settings, record, sire.kept)
+    egress = ModelEgress.from_settings(settings).gate(sire.kept)
+    ranked = _replay_rerank(run, settings, record, egress.kept)
     context = restricted_exit(ranked, limit=settings.answer.max_evidence)
     run.compare("gates", record.get("gates"), [sire.to_dict(), context.to_dict()])
 
@@ -224,10 +227,16 @@ def _logged_evidence(store: Store, record: Mapping[str, Any],
     untitled = [cid for cid in ids if cid not in titles]
     if untitled:
         return f"the title of evidence chunk {untitled[0]} is neither logged nor readable"
+    # The prompt showed the model's view of each locator and heading path (what a reader
+    # without RESTRICTED may see): the logged one, where the record has it.
+    shown = {str(e["chunk_id"]): (str(e["locator"]), tuple(e["heading_path"]))
+             for e in record.get("evidence", []) if "locator" in e and "heading_path" in e}
+    for cid in ids:
+        shown.setdefault(cid, (chunks[cid].locator, chunks[cid].heading_path))
     return [EvidenceItem(src=chunks[cid].src, chunk_id=cid, node_id=chunks[cid].node_id,
-                         title=titles[cid], locator=chunks[cid].locator,
+                         title=titles[cid], locator=shown[cid][0],
                          text=chunks[cid].text, label=chunks[cid].label,
-                         heading_path=chunks[cid].heading_path) for cid in ids]
+                         heading_path=shown[cid][1]) for cid in ids]
 
 
 def _logged_titles(store: Store, record: Mapping[str, Any], ids: list[str]) -> dict[str, str]:

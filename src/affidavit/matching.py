@@ -1,0 +1,230 @@
+"""The one text normaliser every matcher reads through.
+
+Keyword rules and restricted filename patterns (:mod:`affidavit.classify`), the
+out-of-scope gate (:mod:`affidavit.retrieval.scope`) and citation parsing
+(:mod:`affidavit.answer.citations`) all look for their strings in
+:func:`normalize_for_matching` of the text, and normalise what they look for the same way,
+so that a disguise that leaves a word readable to a person or a model cannot hide it from a
+matcher. The rules, in the order they apply:
+
+1. HTML character references are decoded (``&shy;``, ``&#x200B;``, ``&nbsp;``).
+2. A soft hyphen at a line end is a hyphenation point: it and the line break are removed.
+3. Default-ignorable code points (soft hyphen, zero-width space and joiners, bidi controls,
+   variation selectors, Hangul fillers, tag characters) are removed.
+4. NFKC case folding: NFKC, ``str.casefold``, NFKC again (full-width letters become ASCII,
+   ``ﬂ`` becomes ``fl``, ``ß`` becomes ``ss``); ``æ`` and ``œ``, which NFKC keeps, are
+   expanded to ``ae`` and ``oe`` as well.
+5. Inline markup is stripped: HTML tags (a block tag such as ``<br>`` or ``<p>`` leaves a
+   space, an inline one such as ``<b>`` leaves nothing), and the Markdown emphasis and code
+   marks ``*``, ``~`` and backticks; ``_`` too, except between two letters or digits, where
+   it is part of a name (``snake_case``).
+6. A word hyphenated across a line end is joined: ``light-`` at a line end followed by
+   ``house`` on the next line reads ``lighthouse``. Steps 5 and 6 repeat until the text
+   stops changing, so that removing one mark cannot leave another one formed behind it.
+
+:func:`normalize_for_matching` is the fast form for whole paragraphs;
+:func:`mapped_for_matching` gives the same text with, for every character, the span of the
+original it came from (for masking or rewriting what was found). Both are pure and
+deterministic (they depend only on the text and the Unicode version of the interpreter).
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["MappedText", "fold_literal", "mapped_for_matching", "normalize_for_matching"]
+
+# Unicode's Default_Ignorable_Code_Point set (DerivedCoreProperties.txt): characters that
+# render as nothing, so they can sit inside a word without a reader noticing.
+_IGNORABLE_CLASS = (
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
+)
+_LINE_BREAK = "(?:\r\n|[\n\r\u0085\u2028\u2029])"
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_SOFT_HYPHEN_AT_LINE_END = re.compile(
+    f"\u00ad[ \t{_IGNORABLE_CLASS}]*{_LINE_BREAK}[ \t{_IGNORABLE_CLASS}]*")
+_IGNORABLE = re.compile(f"[{_IGNORABLE_CLASS}]+")
+_LIGATURES = {"æ": "ae", "œ": "oe"}
+_HTML_TAG = re.compile(r"</?([a-z][a-z0-9]{0,15})(?:[\s/][^<>]{0,256})?>")
+_BLOCK_TAGS = frozenset({
+    "address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption",
+    "figure", "footer", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main",
+    "nav", "ol", "p", "pre", "section", "table", "tbody", "td", "tfoot", "th", "thead", "tr",
+    "ul",
+})
+_EMPHASIS_MARKS = re.compile(r"[*~`]+")
+_UNDERSCORES = re.compile(r"_+")
+# The letter before a line-end hyphen is checked in _joined: a lookbehind here would be
+# tried at every position of every paragraph.
+_HYPHEN_AT_LINE_END = re.compile(
+    f"[-\u2010][ \t]*{_LINE_BREAK}[ \t]*(?=[^\\W\\d_])")
+
+
+def _underscore_replacement(match: re.Match[str]) -> str:
+    """``_`` between two letters or digits belongs to a name (``snake_case``); elsewhere it
+    is emphasis."""
+    text, start, end = match.string, match.start(), match.end()
+    inside_name = start > 0 and end < len(text) and (
+        text[start - 1].isalnum() and text[end].isalnum())
+    return match.group() if inside_name else ""
+
+
+def _joined(match: re.Match[str]) -> str:
+    start = match.start()
+    after_letter = start > 0 and match.string[start - 1].isalpha()
+    return "" if after_letter else match.group()
+
+
+def _decoded(match: re.Match[str]) -> str:
+    return html.unescape(match.group())
+
+
+def _tag_replacement(match: re.Match[str]) -> str:
+    return " " if match.group(1) in _BLOCK_TAGS else ""
+
+
+def _nothing(_: re.Match[str]) -> str:
+    return ""
+
+
+def _fold(text: str) -> str:
+    """Step 4 for one piece of text (whole paragraph or one grapheme-like cluster)."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    if "æ" in folded or "œ" in folded:
+        folded = "".join(_LIGATURES.get(ch, ch) for ch in folded)
+    return folded
+
+
+_Step = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+_BEFORE_FOLD: tuple[_Step, ...] = (
+    (_ENTITY, _decoded),
+    (_SOFT_HYPHEN_AT_LINE_END, _nothing),
+    (_IGNORABLE, _nothing),
+)
+_AFTER_FOLD: tuple[_Step, ...] = (
+    (_EMPHASIS_MARKS, _nothing),
+    (_UNDERSCORES, _underscore_replacement),
+    (_HTML_TAG, _tag_replacement),
+    (_HYPHEN_AT_LINE_END, _joined),
+)
+# Removing one mark can form another (``<`a>`` becomes a tag, ``a-*`` then a line end
+# becomes a hyphenated word), so these steps repeat until nothing changes; each change
+# shortens the text, so this ends.
+
+
+def normalize_for_matching(text: str) -> str:
+    """``text`` as every matcher reads it (see the module docstring for the rules)."""
+    text = _ENTITY.sub(_decoded, text)
+    if text.isascii():  # the common case: nothing to remove, folding is lower-casing
+        text = text.lower()
+    else:
+        for pattern, replacement in _BEFORE_FOLD[1:]:
+            text = pattern.sub(replacement, text)
+        # NFKC maps a few characters (U+FFA0) onto ignorables: remove those too.
+        text = _IGNORABLE.sub("", _fold(text))
+    previous = None
+    while text != previous:
+        previous = text
+        for pattern, replacement in _AFTER_FOLD:
+            text = pattern.sub(replacement, text)
+    return text
+
+
+def fold_literal(text: str) -> str:
+    """Rules 1 to 4 only: for strings whose punctuation is syntax, such as glob patterns,
+    where ``*`` and ``_`` must survive."""
+    for pattern, replacement in _BEFORE_FOLD:
+        text = pattern.sub(replacement, text)
+    return _IGNORABLE.sub("", _fold(text))
+
+
+@dataclass(frozen=True)
+class MappedText:
+    """Normalised text plus, per character, the ``[start, end)`` of the original it came from."""
+
+    text: str
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+
+    def source_span(self, start: int, end: int) -> tuple[int, int]:
+        """The span of the original text that ``text[start:end]`` (non-empty) came from."""
+        return self.starts[start], self.ends[end - 1]
+
+
+class _Builder:
+    """Characters with their source spans, rewritten step by step."""
+
+    def __init__(self, chars: list[str], starts: list[int], ends: list[int]) -> None:
+        self.chars, self.starts, self.ends = chars, starts, ends
+
+    def substitute(self, pattern: re.Pattern[str],
+                   replacement: Callable[[re.Match[str]], str]) -> None:
+        text = "".join(self.chars)
+        chars: list[str] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        done = 0
+        for match in pattern.finditer(text):
+            first, stop = match.span()
+            chars.extend(self.chars[done:first])
+            starts.extend(self.starts[done:first])
+            ends.extend(self.ends[done:first])
+            new = replacement(match)
+            chars.extend(new)
+            starts.extend([self.starts[first]] * len(new))
+            ends.extend([self.ends[stop - 1]] * len(new))
+            done = stop
+        chars.extend(self.chars[done:])
+        starts.extend(self.starts[done:])
+        ends.extend(self.ends[done:])
+        self.chars, self.starts, self.ends = chars, starts, ends
+
+    def fold(self) -> None:
+        """Step 4 cluster by cluster: a character and the marks that compose with it."""
+        chars: list[str] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        position = 0
+        while position < len(self.chars):
+            stop = position + 1
+            while stop < len(self.chars) and _continues_cluster(self.chars[stop]):
+                stop += 1
+            folded = _fold("".join(self.chars[position:stop]))
+            chars.extend(folded)
+            starts.extend([self.starts[position]] * len(folded))
+            ends.extend([self.ends[stop - 1]] * len(folded))
+            position = stop
+        self.chars, self.starts, self.ends = chars, starts, ends
+
+
+@functools.lru_cache(maxsize=4096)
+def _continues_cluster(char: str) -> bool:
+    """Whether NFKC may compose ``char`` with what precedes it."""
+    if unicodedata.category(char).startswith("M") or unicodedata.combining(char):
+        return True
+    if "\u1160" <= char <= "\u11ff" or "\ud7b0" <= char <= "\ud7ff":  # Hangul V and T jamo
+        return True
+    decomposed = unicodedata.normalize("NFKD", char)
+    return bool(decomposed) and unicodedata.combining(decomposed[0]) != 0
+
+
+def mapped_for_matching(text: str) -> MappedText:
+    """:func:`normalize_for_matching` of ``text`` with the source span of every character."""
+    builder = _Builder(list(text), list(range(len(text))), list(range(1, len(text) + 1)))
+    for pattern, replacement in _BEFORE_FOLD:
+        builder.substitute(pattern, replacement)
+    builder.fold()
+    builder.substitute(_IGNORABLE, _nothing)
+    previous = None
+    while builder.chars != previous:
+        previous = builder.chars
+        for pattern, replacement in _AFTER_FOLD:
+            builder.substitute(pattern, replacement)
+    return MappedText("".join(builder.chars), tuple(builder.starts), tuple(builder.ends))
