@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from affidavit.identity import exclusion_hits, term_tokens
-from affidavit.identity.terms import display_term, term_pattern
+from affidavit.identity.terms import display_term, fold, term_pattern
 
 
 @pytest.mark.parametrize(
@@ -91,3 +91,31 @@ def test_a_match_implies_every_term_token_is_a_text_token(
 @given(term=st.text(alphabet="abc数据 -", min_size=1, max_size=10).filter(lambda t: t.strip(" -")))
 def test_a_term_always_matches_itself(term: str) -> None:
     assert exclusion_hits(term, [term]) == (term,)
+
+
+def _naive_hits(text: str, excluded: list[str]) -> tuple[str, ...]:
+    folded = fold(text)
+    hits: list[str] = []
+    for term in excluded:
+        pattern = term_pattern(term)
+        if term not in hits and pattern is not None and pattern.search(folded):
+            hits.append(term)
+    return tuple(hits)
+
+
+def test_exclusion_hits_equal_the_pattern_on_every_term() -> None:
+    texts = ["Cardholder data follows PCI-DSS\n segmentation; HIPAA-covered (GDPR).",
+             "hipaaa is not hipaa; 個人情報保護法 applies", "ISO 27001:2022 and SOC 2 Type II",
+             "snake_case_term and e-mail", ""]
+    terms = ["pci dss", "hipaa", "gdpr", "個人情報", "情報保護", "iso 27001", "soc 2",
+             "type ii", "snake", "case", "e mail", "mail", "hipaa", "---", "27001:2022",
+             "Cardholder Data", "segment"]
+    for text in texts:
+        assert exclusion_hits(text, terms) == _naive_hits(text, terms), text
+
+
+def test_exclusion_hits_compile_no_pattern_for_a_term_absent_from_the_text() -> None:
+    absent = [f"zzterm{i} qq{i}" for i in range(5000)]
+    term_pattern.cache_clear()
+    assert exclusion_hits("Access reviews happen under HIPAA.", [*absent, "hipaa"]) == ("hipaa",)
+    assert term_pattern.cache_info().currsize == 1, "only the term that is present"

@@ -47,8 +47,12 @@ def display_term(term: str) -> str:
 
 def term_tokens(text: str) -> frozenset[str]:
     """Identity tokens of ``text`` (see the module docstring)."""
+    return _folded_tokens(fold(text))
+
+
+def _folded_tokens(folded: str) -> frozenset[str]:
     tokens: set[str] = set()
-    for word, cjk_run in _IDENTITY_TOKEN.findall(fold(text)):
+    for word, cjk_run in _IDENTITY_TOKEN.findall(folded):
         if word:
             tokens.add(word)
         else:
@@ -90,11 +94,32 @@ def occurrences(folded_text: str, term: str) -> list[int]:
 
 
 def exclusion_hits(text: str, excluded: Iterable[str]) -> tuple[str, ...]:
-    """The excluded terms (as given, first-seen order, no repeats) that occur in ``text``."""
+    """The excluded terms (as given, first-seen order, no repeats) that occur in ``text``.
+
+    A term whose pattern matches has all its tokens among the text's tokens (module
+    docstring), so a set lookup rules out almost every term; only a term that passes it is
+    matched with its pattern. Compiling a pattern for every term of every source made a
+    query on a large corpus spend its time in ``re.compile``.
+    """
     folded = fold(text)
+    present: frozenset[str] | None = None
     hits: list[str] = []
     for term in excluded:
+        if term in hits:
+            continue
+        needed = _term_tokens_cached(term)
+        if not needed:
+            continue
+        if present is None:
+            present = _folded_tokens(folded)
+        if not needed <= present:
+            continue
         pattern = term_pattern(term)
-        if term not in hits and pattern is not None and pattern.search(folded):
+        if pattern is not None and pattern.search(folded):
             hits.append(term)
     return tuple(hits)
+
+
+@functools.lru_cache(maxsize=65536)
+def _term_tokens_cached(term: str) -> frozenset[str]:
+    return term_tokens(term)
