@@ -1,9 +1,18 @@
-"""``[src:xxxxxxxx]`` citation tags: finding them, and stripping those the prompt never had."""
+"""``[src:xxxxxxxx]`` citation tags: finding them, and stripping those the prompt never had.
+
+A tag is looked for in the text as every matcher reads it
+(:func:`affidavit.matching.mapped_for_matching`), so that one that merely looks like a tag
+to a reader (a zero-width character or markup inside it, full-width brackets or colon) is
+rewritten to its plain form first (:func:`canonical_tags`): a disguised fabricated id is
+stripped like any other, and a disguised valid id is recognised.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection
+
+from affidavit.matching import mapped_for_matching
 
 SRC_PATTERN = re.compile(r"\[src:([0-9a-f]{8})\]", re.IGNORECASE)
 """A well-formed citation tag; group 1 is the 8-hex id."""
@@ -20,10 +29,40 @@ def src_id(match: re.Match[str]) -> str:
     return "".join(match.group(1).split()).lower()
 
 
+# Brackets and colons that read as "[", "]" and ":" but that NFKC leaves alone; each maps
+# to one character, so offsets into the normalised text stay valid.
+_LOOKALIKES = str.maketrans({"【": "[", "】": "]", "〔": "[", "〕": "]", "⟦": "[", "⟧": "]",
+                             "〖": "[", "〗": "]", "∶": ":", "꞉": ":", "˸": ":"})
+
+
+def canonical_tags(text: str) -> str:
+    """``text`` with every tag that only looks like one rewritten as ``[src:<id>]``.
+
+    A tag already written plainly (spacing and letter case aside) is left exactly as it
+    is; everything outside tags is untouched.
+    """
+    mapped = mapped_for_matching(text)
+    readable = mapped.text.translate(_LOOKALIKES)
+    pieces: list[str] = []
+    done = 0
+    for match in LOOSE_SRC_PATTERN.finditer(readable):
+        first, last = mapped.source_span(*match.span())
+        if first < done:
+            continue
+        plain = LOOSE_SRC_PATTERN.fullmatch(text, first, last)
+        if plain is not None and src_id(plain) == src_id(match):
+            continue
+        pieces.extend((text[done:first], f"[src:{src_id(match)}]"))
+        done = last
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
 def cited_ids(text: str) -> tuple[str, ...]:
-    """Ids of every tag in ``text`` (loose matching), normalized, first-seen order."""
+    """Ids of every tag in ``text`` (loose matching, disguises included), normalized,
+    first-seen order."""
     seen: dict[str, None] = {}
-    for match in LOOSE_SRC_PATTERN.finditer(text):
+    for match in LOOSE_SRC_PATTERN.finditer(canonical_tags(text)):
         seen.setdefault(src_id(match), None)
     return tuple(seen)
 
@@ -31,8 +70,9 @@ def cited_ids(text: str) -> tuple[str, ...]:
 def strip_fabricated(text: str, valid: Collection[str]) -> tuple[str, tuple[str, ...]]:
     """Remove every tag whose id was not in the prompt (with the spaces before it).
 
-    Returns the cleaned text and the stripped ids, sorted and unique. Tags with a valid id
-    are kept exactly as written, spacing variants included.
+    Returns the cleaned text and the stripped ids, sorted and unique. Disguised tags are
+    made plain first (:func:`canonical_tags`); other tags with a valid id are kept exactly
+    as written, spacing variants included.
     """
     allowed = {v.lower() for v in valid}
     stripped: set[str] = set()
@@ -48,7 +88,9 @@ def strip_fabricated(text: str, valid: Collection[str]) -> tuple[str, tuple[str,
 
     # Removing a tag can join its neighbours into a new one ("[src:[src:x]zz]"), so repeat
     # until nothing changes; every pass removes at least one tag, so this ends.
-    cleaned, previous = _TAG_WITH_LEADING_SPACE.sub(keep_or_drop, text), text
+    # Making tags plain can likewise reveal one that was hidden, so both steps repeat.
+    cleaned, previous = text, None
     while cleaned != previous:
-        cleaned, previous = _TAG_WITH_LEADING_SPACE.sub(keep_or_drop, cleaned), cleaned
+        previous = cleaned
+        cleaned = _TAG_WITH_LEADING_SPACE.sub(keep_or_drop, canonical_tags(cleaned))
     return cleaned, tuple(sorted(stripped))
