@@ -24,13 +24,13 @@ from affidavit.cli_commands import (
     cmd_init,
     cmd_ledger_replay,
     cmd_ledger_show,
-    cmd_ledger_verify,
     cmd_quarantine,
     cmd_runs,
     cmd_search,
     cmd_sire,
     cmd_worker,
 )
+from affidavit.cli_ledger import cmd_ledger_checkpoint, cmd_ledger_keygen, cmd_ledger_verify
 from affidavit.errors import AffidavitError, AuthorizationError, InputRejected
 
 EXIT_BROKEN_PIPE = 141
@@ -166,8 +166,27 @@ def _add_ledger(sub: Any, common: Any, reader: Any, as_json: Any) -> None:
     q.add_argument("record_id", help="ledger record id or request id")
     q.set_defaults(func=cmd_ledger_show)
     q = lsub.add_parser("verify", parents=[common, as_json], help="verify the hash chain",
-                        description="Verify every record's hash chain; exit 1 if broken.")
+                        description="Verify every record's hash chain and, against signed "
+                                    "checkpoints, that nothing up to them was cut off or "
+                                    "rewritten; exit 1 if not.")
+    q.add_argument("--checkpoint", action="append", metavar="CHECKPOINT",
+                   help="a checkpoint file from 'ledger checkpoint' (repeatable)")
+    q.add_argument("--key", metavar="PUBFILE",
+                   help="the public key the checkpoints must be signed with (without it, "
+                        "only the key inside each checkpoint is checked)")
     q.set_defaults(func=cmd_ledger_verify)
+    q = lsub.add_parser("keygen", parents=[common], help="make a checkpoint signing key",
+                        description="Make an Ed25519 key pair: KEYFILE (private, mode 0600) "
+                                    "and KEYFILE.pub. Keep KEYFILE away from the database.")
+    q.add_argument("--out", required=True, metavar="KEYFILE")
+    q.set_defaults(func=cmd_ledger_keygen)
+    q = lsub.add_parser("checkpoint", parents=[common, as_json],
+                        help="sign the head of the chain",
+                        description="Verify the tenant's chain and sign its head (tenant, "
+                                    "sequence number, record hash, time) into CHECKPOINT.")
+    q.add_argument("--key", required=True, metavar="KEYFILE", help="the private key")
+    q.add_argument("--out", required=True, metavar="CHECKPOINT")
+    q.set_defaults(func=cmd_ledger_checkpoint)
     q = lsub.add_parser("replay", parents=[common, as_json], help="re-execute one record",
                         description="Re-execute retrieval, compilation and verification from "
                                     "the logged state; exit 1 at the first difference.")
@@ -202,6 +221,9 @@ def _add_sire(sub: Any, common: Any, as_json: Any) -> None:
     q = ssub.add_parser("list", parents=[common, as_json], help="list SIRE records",
                         description="List SIRE records of head document versions.")
     q.add_argument("--state", choices=["PROPOSED", "APPROVED", "ACTIVE"], default=None)
+    q.add_argument("--as", dest="as_principal", default=None, metavar="PRINCIPAL",
+                   help="show only what this principal may see: records of documents it "
+                        "may read, terms whose labels it is granted")
     q.set_defaults(func=cmd_sire)
     q = ssub.add_parser("approve", parents=[common], help="approve proposals",
                         description="Approve proposals; they become ACTIVE, recorded with who "

@@ -22,7 +22,7 @@ from affidavit.authz import (
 from affidavit.config import Settings
 from affidavit.errors import AffidavitError, NotFound
 from affidavit.ingest import QUARANTINED, DocumentOutcome, Ingestor
-from affidavit.ledger import replay, verify_chain
+from affidavit.ledger import replay
 from affidavit.ledger.record import redact_for
 from affidavit.query import Engine
 from affidavit.sources import listing_key, location_scheme, source_for
@@ -236,20 +236,6 @@ def cmd_ledger_show(ctx: Context) -> int:
     return EXIT_OK
 
 
-def cmd_ledger_verify(ctx: Context) -> int:
-    report = verify_chain(ctx.store().iter_ledger(ctx.tenant))
-    if ctx.args.json:
-        _print_json({"ok": report.ok, "checked": report.checked,
-                     "first_bad_seq": report.first_bad_seq,
-                     "first_bad_record": report.first_bad_record, "reason": report.reason})
-    elif report.ok:
-        print(f"ledger OK: {report.checked} records verified")
-    else:
-        print(f"ledger BROKEN at seq {report.first_bad_seq} (record {report.first_bad_record}): "
-              f"{report.reason}; {report.checked} records before it verified")
-    return EXIT_OK if report.ok else EXIT_FAILED
-
-
 def cmd_ledger_replay(ctx: Context) -> int:
     report = replay(ctx.store(), ctx.settings, ctx.args.record_id, tenant=ctx.tenant)
     if ctx.args.json:
@@ -317,10 +303,15 @@ def cmd_authz(ctx: Context) -> int:
 
 def cmd_sire(ctx: Context) -> int:
     from affidavit.identity.lifecycle import approve_sires
+    from affidavit.identity.sire_labels import sire_records_for
 
     args, store = ctx.args, ctx.store()
     if args.sire_action == "list":
         records = store.list_sire(ctx.tenant, state=args.state)
+        if args.as_principal is not None:
+            authz = FailClosedAuthorizer(StoreAuthorizer(store, ctx.settings)).context_for(
+                ctx.tenant, parse_principal(args.as_principal))
+            records = sire_records_for(store, authz, records)
         if args.json:
             _print_json([{"sire_id": r.sire_id, "alias": r.alias, "title": r.title,
                           "state": r.state, "approved_by": r.approved_by,

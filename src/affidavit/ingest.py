@@ -23,7 +23,12 @@ from affidavit.classify import SensitivityPolicy, build_segments, classify_parag
 from affidavit.config import Settings
 from affidavit.errors import AffidavitError, InputRejected
 from affidavit.extract import extract
-from affidavit.identity import SireInputs, propose_sire, version_id_for, witness_for
+from affidavit.identity import (
+    SireInputs,
+    propose_labelled_sire,
+    version_id_for,
+    witness_for,
+)
 from affidavit.index import Tokenizer, term_frequencies
 from affidavit.index.boundary import boundary_record, corpus_boundary
 from affidavit.index.embed import embed_missing
@@ -317,10 +322,15 @@ class Ingestor:
             tokens = self.tokenizer.tokenize(chunk.text)
             postings[chunk.chunk_id] = tuple(sorted(term_frequencies(tokens).items()))
             lengths[chunk.chunk_id] = len(tokens)
-        sire = propose_sire(
+        # SIRE terms leave the store (sire list, ledger): drawn only from what a reader may
+        # see, each labelled by the paragraphs it came from.
+        sire = propose_labelled_sire(
             SireInputs(oracle_id=metadata.oracle_id, title=title, frameworks=metadata.frameworks,
                        source_id=source_id),
-            extracted.text, self.settings.sire)
+            [(extracted.paragraph_text(p), pl.label)
+             for p, pl in zip(extracted.paragraphs, labels, strict=True)],
+            self.settings.sire, most_severe=self.policy.most_severe,
+            metadata_label=declared or self.policy.default_level)
         now = _now()
         paragraphs = {p.index: p for p in extracted.paragraphs}
         return VersionBundle(

@@ -40,6 +40,7 @@ from affidavit.answer import (
 from affidavit.authz import Authorizer, FailClosedAuthorizer, StoreAuthorizer
 from affidavit.config import RESTRICTED, Settings
 from affidavit.errors import AuthorizationError, ProviderError, RestrictedContentError
+from affidavit.identity import sire_shown_to
 from affidavit.index import MemoryIndex
 from affidavit.index.boundary import Boundary, corpus_boundary, plausibility
 from affidavit.index.embed import embed_query
@@ -201,8 +202,10 @@ class Engine:
         context = restricted_exit(ranked, limit=self.settings.answer.max_evidence)
         trace.record["plausibility"] = self._plausibility(trace.question, context.kept)
         trace.record["gates"] = [sire.to_dict(), context.to_dict()]
+        # SIRE terms are derived text: the record keeps only those the asker may see.
+        granted = frozenset(trace.record["authz"]["granted_labels"])
         trace.record["sire"] = {
-            r.version_id: {"sire_id": r.sire_id, **r.sire.to_dict()}
+            r.version_id: {"sire_id": r.sire_id, **sire_shown_to(r.sire, granted).to_dict()}
             for r in sorted(active.values(), key=lambda r: r.version_id)}
         sire_of = {r.version_id: r.sire for r in active.values()}
         kept = [EvidenceSubject(c.chunk.chunk_id, sire_of[c.chunk.version_id].subject,

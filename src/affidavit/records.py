@@ -195,28 +195,49 @@ class Chunk:
 
 @dataclass(frozen=True)
 class SireTuple:
-    """Spec 003 identity of a document version: (Subject, Included, Relevant, Excluded)."""
+    """Spec 003 identity of a document version: (Subject, Included, Relevant, Excluded).
+
+    Its terms are derived text: ``term_labels`` gives each term the most severe label of
+    what it was derived from and ``subject_label`` the Subject's (see
+    :mod:`affidavit.identity.sire_labels`). A term without a label is never shown to a
+    reader.
+    """
 
     subject: str
     included: tuple[str, ...]
     relevant: tuple[str, ...]
     excluded: tuple[str, ...]
+    term_labels: tuple[tuple[str, str], ...] = ()
+    subject_label: str | None = None
+
+    def label_of(self, term: str) -> str | None:
+        """The label ``term`` carries, or None when it carries none."""
+        return dict(self.term_labels).get(term)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "subject": self.subject,
             "included": list(self.included),
             "relevant": list(self.relevant),
             "excluded": list(self.excluded),
         }
+        if self.term_labels:
+            data["term_labels"] = dict(self.term_labels)
+        if self.subject_label is not None:
+            data["subject_label"] = self.subject_label
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SireTuple:
+        labels = data.get("term_labels") or {}
+        subject_label = data.get("subject_label")
         return cls(
             subject=str(data["subject"]),
             included=tuple(data["included"]),
             relevant=tuple(data["relevant"]),
             excluded=tuple(data["excluded"]),
+            term_labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+            subject_label=None if subject_label is None else str(subject_label),
         )
 
 

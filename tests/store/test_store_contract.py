@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from affidavit.errors import LedgerError, NotFound, StoreError
-from affidavit.ledger import GENESIS_HASH, record_hash, verify_chain
+from affidavit.ledger import GENESIS_HASH, link_hash, verify_chain
 from affidavit.records import AuthzContext, Chunk, ParagraphLabel, RawBlob, SireTuple, sha256_hex
 from affidavit.store import QuarantineRecord, RelationTuple, Store, VersionBundle
 
@@ -147,8 +147,11 @@ def test_ledger_chain_and_append_only(store: Store) -> None:
                                  payload='{"a":1}')
     assert first.prev_hash == GENESIS_HASH
     assert second.prev_hash == first.record_hash
-    assert second.record_hash == record_hash(first.record_hash, '{"a":1}')
-    assert verify_chain(store.iter_ledger(T)).ok
+    assert second.record_hash == link_hash(tenant=T, seq=2, record_id="r2", request_id="q2",
+                                           created_at=NOW, prev_hash=first.record_hash,
+                                           payload='{"a":1}')
+    assert second.link_format == 2
+    assert verify_chain(store.iter_ledger(T), tenant=T).ok
     assert store.get_ledger(T, "q2") == second
     assert store.get_ledger("tenant-b", "r1") is None
     with pytest.raises(LedgerError):

@@ -8,6 +8,11 @@ from affidavit.identity.sire import (
     propose_sire,
     self_identity_tokens,
 )
+from affidavit.identity.sire_labels import (
+    propose_labelled_sire,
+    sire_dict_shown_to,
+    sire_shown_to,
+)
 from affidavit.identity.terms import exclusion_hits, term_tokens
 
 __all__ = [
@@ -16,8 +21,11 @@ __all__ = [
     "exclusion_hits",
     "node_id_for",
     "normalize_subject",
+    "propose_labelled_sire",
     "propose_sire",
     "self_identity_tokens",
+    "sire_dict_shown_to",
+    "sire_shown_to",
     "term_tokens",
     "version_id_for",
     "witness_for",

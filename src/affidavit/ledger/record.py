@@ -12,6 +12,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from affidavit.identity.sire_labels import sire_dict_shown_to
 from affidavit.records import AuthzContext, canonical_json
 from affidavit.store.base import LedgerEntry, Store
 
@@ -83,7 +84,9 @@ def redact_for(entry: LedgerEntry, authz: AuthzContext, store: Store) -> dict[st
         gate["dropped"] = [d for d in gate.get("dropped", []) if d["chunk_id"] in visible]
     # SIRE terms are drawn from a source's text: shown only for sources readable now.
     versions = {r.chunk.version_id for r in readable}
-    record["sire"] = {v: s for v, s in record.get("sire", {}).items() if v in versions}
+    # Each term is shown only when its label is granted to the caller now.
+    record["sire"] = {v: sire_dict_shown_to(s, authz.granted_labels)
+                      for v, s in record.get("sire", {}).items() if v in versions}
     if record.get("principal") != authz.principal:
         record.pop("authz", None)
     return {"seq": entry.seq, "record_hash": entry.record_hash, "prev_hash": entry.prev_hash,

@@ -118,6 +118,9 @@ class LedgerEntry:
     payload: str
     prev_hash: str
     record_hash: str
+    # How record_hash binds the columns (affidavit.ledger.chain): 1 for records written
+    # before every column was bound, 2 since.
+    link_format: int = 1
 
 
 @dataclass(frozen=True)

@@ -238,4 +238,10 @@ CREATE INDEX nodes_source ON nodes (tenant_id, source_id);
 -- The authz filter starts from the caller's tokens.
 CREATE INDEX acl_by_token ON acl_tokens (tenant_id, token, version_id);
 """),
+    Migration(6, "ledger_link_format", """
+-- How each ledger record's hash binds its columns (affidavit.ledger.chain). Records written
+-- before carry 1 (payload and prev_hash only) and still verify; new ones are written as 2
+-- (every column bound). Adding a column is not an UPDATE: the append-only triggers hold.
+ALTER TABLE ledger ADD COLUMN link_format INTEGER NOT NULL DEFAULT 1;
+"""),
 )

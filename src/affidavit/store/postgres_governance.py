@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 import psycopg
 
 from affidavit.errors import LedgerError, NotFound, StoreError
-from affidavit.ledger.chain import GENESIS_HASH, record_hash
+from affidavit.ledger.chain import GENESIS_HASH, LINK_FORMAT, link_hash
 from affidavit.records import SireTuple
 from affidavit.store.base import (
     LedgerEntry,
@@ -37,7 +37,8 @@ _SIRE_SELECT = (
     "FROM sire s JOIN versions v ON v.tenant_id = s.tenant_id AND v.version_id = s.version_id "
 )
 _RUN_COLUMNS = "run_id, status, started_at, finished_at, summary_json, params_json"
-_LEDGER_COLUMNS = "seq, record_id, request_id, created_at, payload, prev_hash, record_hash"
+_LEDGER_COLUMNS = ("seq, record_id, request_id, created_at, payload, prev_hash, record_hash, "
+                   "link_format")
 
 
 class GovernanceTables(PostgresBase):
@@ -211,14 +212,17 @@ class GovernanceTables(PostgresBase):
                 row = conn.execute("SELECT seq, record_hash FROM ledger WHERE tenant_id = %s "
                                    "ORDER BY seq DESC LIMIT 1", (tenant,)).fetchone()
                 seq, prev = (int(row[0]) + 1, str(row[1])) if row else (1, GENESIS_HASH)
-                digest = record_hash(prev, payload)
+                digest = link_hash(tenant=tenant, seq=seq, record_id=record_id,
+                                   request_id=request_id, created_at=created_at,
+                                   prev_hash=prev, payload=payload)
                 conn.execute(f"INSERT INTO ledger (tenant_id, {_LEDGER_COLUMNS}) "
-                             "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                             "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                              (tenant, seq, record_id, request_id, created_at, payload, prev,
-                              digest))
+                              digest, LINK_FORMAT))
         except (psycopg.Error, StoreError) as exc:
             raise LedgerError(f"ledger append failed: {exc}") from exc
-        return LedgerEntry(seq, record_id, request_id, created_at, payload, prev, digest)
+        return LedgerEntry(seq, record_id, request_id, created_at, payload, prev, digest,
+                           LINK_FORMAT)
 
     def get_ledger(self, tenant: str, record_id: str) -> LedgerEntry | None:
         rows = self._rows(tenant, f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE tenant_id = %s "
@@ -266,4 +270,4 @@ def _run(row: Row) -> RunRecord:
 
 def _ledger(row: Row) -> LedgerEntry:
     return LedgerEntry(int(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4]),
-                       str(row[5]), str(row[6]))
+                       str(row[5]), str(row[6]), int(row[7]))

@@ -295,10 +295,18 @@ ALTER TABLE postings DROP CONSTRAINT postings_pkey,
     ADD PRIMARY KEY (tenant_id, term, chunk_id) INCLUDE (tf);
 """
 
+_LEDGER_LINK_FORMAT = """
+-- How each ledger record's hash binds its columns (affidavit.ledger.chain). Records written
+-- before carry 1 (payload and prev_hash only) and still verify; new ones are written as 2
+-- (every column bound). A constant default rewrites no row and fires no row trigger.
+ALTER TABLE ledger ADD COLUMN link_format INTEGER NOT NULL DEFAULT 1;
+"""
+
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial_schema", _INITIAL_SCHEMA),
     Migration(2, "ingest_queue", _INGEST_QUEUE),
     Migration(3, "covering_keys", _COVERING_KEYS),
+    Migration(4, "ledger_link_format", _LEDGER_LINK_FORMAT),
 )
 
 TENANT_TABLES: tuple[str, ...] = (

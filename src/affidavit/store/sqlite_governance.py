@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 
 from affidavit.errors import LedgerError, NotFound, StoreError
-from affidavit.ledger.chain import GENESIS_HASH, record_hash
+from affidavit.ledger.chain import GENESIS_HASH, LINK_FORMAT, link_hash
 from affidavit.records import SireTuple
 from affidavit.store.base import (
     LedgerEntry,
@@ -21,6 +21,9 @@ from affidavit.store.base import (
     RunRecord,
     SireRecord,
 )
+
+_LEDGER_COLUMNS = ("seq, record_id, request_id, created_at, payload, prev_hash, record_hash, "
+                   "link_format")
 
 
 def _placeholders(n: int) -> str:
@@ -224,23 +227,28 @@ class GovernanceTables:
                 row = conn.execute("SELECT seq, record_hash FROM ledger WHERE tenant_id = ? "
                                    "ORDER BY seq DESC LIMIT 1", (tenant,)).fetchone()
                 seq, prev = (int(row[0]) + 1, str(row[1])) if row else (1, GENESIS_HASH)
-                digest = record_hash(prev, payload)
+                digest = link_hash(tenant=tenant, seq=seq, record_id=record_id,
+                                   request_id=request_id, created_at=created_at,
+                                   prev_hash=prev, payload=payload)
                 conn.execute(
-                    "INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (tenant, seq, record_id, request_id, created_at, payload, prev, digest))
+                    f"INSERT INTO ledger (tenant_id, {_LEDGER_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (tenant, seq, record_id, request_id, created_at, payload, prev, digest,
+                     LINK_FORMAT))
         except (sqlite3.Error, StoreError) as exc:
             raise LedgerError(f"ledger append failed: {exc}") from exc
-        return LedgerEntry(seq, record_id, request_id, created_at, payload, prev, digest)
+        return LedgerEntry(seq, record_id, request_id, created_at, payload, prev, digest,
+                           LINK_FORMAT)
 
     def get_ledger(self, tenant: str, record_id: str) -> LedgerEntry | None:
-        rows = self._read("SELECT seq, record_id, request_id, created_at, payload, prev_hash, "
-                          "record_hash FROM ledger WHERE tenant_id = ? "
-                          "AND (record_id = ? OR request_id = ?)", (tenant, record_id, record_id))
+        rows = self._read(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE tenant_id = ? "
+                          "AND (record_id = ? OR request_id = ?) ORDER BY seq LIMIT 1",
+                          (tenant, record_id, record_id))
         return _ledger(rows[0]) if rows else None
 
     def iter_ledger(self, tenant: str) -> Iterator[LedgerEntry]:
-        rows = self._read("SELECT seq, record_id, request_id, created_at, payload, prev_hash, "
-                          "record_hash FROM ledger WHERE tenant_id = ? ORDER BY seq", (tenant,))
+        rows = self._read(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE tenant_id = ? "
+                          "ORDER BY seq", (tenant,))
         for row in rows:
             yield _ledger(row)
 
@@ -252,6 +260,6 @@ def _run(row: Sequence[object]) -> RunRecord:
 
 def _ledger(row: Sequence[object]) -> LedgerEntry:
     return LedgerEntry(int(str(row[0])), str(row[1]), str(row[2]), str(row[3]), str(row[4]),
-                       str(row[5]), str(row[6]))
+                       str(row[5]), str(row[6]), int(str(row[7])))
 
 

@@ -1,0 +1,123 @@
+"""SIRE terms are derived text: drawn only from what an audience may see, and labelled.
+
+A SIRE proposal leaves the store toward people (``affidavit sire list``, the approver) and
+into Claim Ledger records, so a term must never carry a word that only a RESTRICTED
+paragraph contains, nor show a reader a word from a paragraph whose label it lacks. Two
+rules, both deterministic:
+
+1. Algorithm 1 (:func:`~affidavit.identity.sire.propose_sire`) runs over the document's
+   non-RESTRICTED paragraphs only, joined by blank lines (a paragraph break ends a
+   sentence, so no capitalized run spans two paragraphs). A word that appears only in
+   RESTRICTED paragraphs is not counted at all, so it can neither become a term nor tip a
+   visible word over a frequency threshold.
+2. Every term carries the most severe label of the paragraphs it was found in (over-
+   approximated by a whole-phrase, case-insensitive match, so a label can only come out
+   more severe). Declared frameworks and the Subject come from the document's metadata and
+   carry ``metadata_label``; Excluded terms come from configuration and are PUBLIC.
+
+:func:`sire_shown_to` is the one filter every view applies: a term whose label is not
+granted (or that carries no label, as in tuples proposed before labels existed) is left
+out, and a Subject whose label is not granted is replaced by a stand-in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from dataclasses import replace
+from typing import Any
+
+from affidavit.config import PUBLIC, RESTRICTED, SireSettings
+from affidavit.identity.sire import SireInputs, propose_sire
+from affidavit.identity.terms import display_term, fold, term_pattern
+from affidavit.records import AuthzContext, SireTuple
+from affidavit.store.base import SireRecord, Store
+
+SUBJECT_WITHHELD = "[subject withheld]"
+PARAGRAPH_BREAK = "\n\n"
+
+MostSevere = Callable[[Iterable[str]], str]
+
+
+def propose_labelled_sire(inputs: SireInputs, paragraphs: Sequence[tuple[str, str]],
+                          settings: SireSettings, *, most_severe: MostSevere,
+                          metadata_label: str) -> SireTuple:
+    """Algorithm 1 over the non-RESTRICTED ``(text, label)`` paragraphs, each term labelled."""
+    visible = [(text, label) for text, label in paragraphs if label.upper() != RESTRICTED]
+    sire = propose_sire(inputs, PARAGRAPH_BREAK.join(text for text, _ in visible), settings)
+    return label_terms(sire, visible, inputs.frameworks, most_severe=most_severe,
+                       metadata_label=metadata_label)
+
+
+def label_terms(sire: SireTuple, paragraphs: Sequence[tuple[str, str]],
+                frameworks: Sequence[str], *, most_severe: MostSevere,
+                metadata_label: str) -> SireTuple:
+    """``sire`` with every term labelled by what it was derived from (module docstring)."""
+    declared = {display_term(f) for f in frameworks}
+    folded = [(fold(text), label) for text, label in paragraphs]
+    labels: dict[str, str] = {}
+    for term in (*sire.included, *sire.relevant):
+        found = [label for text, label in folded if _occurs(term, text)]
+        if term in declared:
+            found.append(metadata_label)
+        # A term the text yields is always found again; if it somehow is not, it takes the
+        # most severe label of every paragraph it could have come from.
+        labels[term] = most_severe(found or [label for _, label in folded] or [metadata_label])
+    for term in sire.excluded:
+        labels.setdefault(term, PUBLIC)
+    return replace(sire, term_labels=tuple(sorted(labels.items())),
+                   subject_label=metadata_label)
+
+
+def _occurs(term: str, folded_text: str) -> bool:
+    pattern = term_pattern(term)
+    return pattern is not None and pattern.search(folded_text) is not None
+
+
+def sire_shown_to(sire: SireTuple, granted: Set[str]) -> SireTuple:
+    """The tuple as a reader granted ``granted`` may see it (PUBLIC is always granted)."""
+    allowed = {label.upper() for label in granted} | {PUBLIC}
+
+    def shown(term: str) -> bool:
+        label = sire.label_of(term)
+        return label is not None and label.upper() in allowed
+
+    subject_shown = sire.subject_label is not None and sire.subject_label.upper() in allowed
+    return replace(
+        sire,
+        subject=sire.subject if subject_shown else SUBJECT_WITHHELD,
+        included=tuple(t for t in sire.included if shown(t)),
+        relevant=tuple(t for t in sire.relevant if shown(t)),
+        excluded=tuple(t for t in sire.excluded if shown(t)),
+        term_labels=tuple((t, label) for t, label in sire.term_labels if shown(t)),
+    )
+
+
+def sire_dict_shown_to(data: Mapping[str, Any], granted: Set[str]) -> dict[str, Any]:
+    """A stored ``{sire_id?, subject, included, ...}`` mapping filtered like the tuple."""
+    shown = sire_shown_to(SireTuple.from_dict(data), granted).to_dict()
+    extra = {k: v for k, v in data.items() if k not in _TUPLE_KEYS}
+    return {**extra, **shown}
+
+
+_TUPLE_KEYS = frozenset(("subject", "included", "relevant", "excluded", "term_labels",
+                         "subject_label"))
+
+
+def sire_records_for(store: Store, authz: AuthzContext,
+                     records: Sequence[SireRecord]) -> list[SireRecord]:
+    """The records a reader may see, as the reader may see them.
+
+    A record shows only when the reader may read at least one head chunk of its document
+    (its tuple is derived from that document), and then only with the terms whose labels
+    the reader is granted.
+    """
+    shown: list[SireRecord] = []
+    for record in records:
+        metadata = json.loads(store.version_metadata(authz.tenant, record.version_id) or "{}")
+        source_id = str(metadata.get("source_id") or "")
+        ids = store.source_chunk_ids(authz.tenant, source_id) if source_id else []
+        readable = [c for c in store.get_chunks(authz, ids) if c.chunk.node_id == record.node_id]
+        if readable:
+            shown.append(replace(record, sire=sire_shown_to(record.sire, authz.granted_labels)))
+    return shown
