@@ -58,6 +58,12 @@ class IngestSettings:
     max_archive_entries: int = 10_000
     max_compression_ratio: float = 100.0
     max_pages: int = 5_000
+    # structured formats repeat key paths and column names on every rendered line: the
+    # rendered text may be this many times the input, and never less than the floor
+    max_expansion_ratio: float = 16.0
+    expansion_floor_chars: int = 1_000_000
+    # about one chunk per max_chars of a document at max_document_bytes
+    max_chunks_per_document: int = 30_000
     # transient transport failures: tries before a document is quarantined
     fetch_attempts: int = 3
     fetch_backoff_seconds: float = 0.5
@@ -135,6 +141,36 @@ class AuthzSettings:
 
 
 @dataclass(frozen=True)
+class TenantPolicySettings:
+    """One tenant's own access policy (``[tenants.<id>.acl]``, ``[tenants.<id>.authz]``,
+    ``[tenants.<id>.grants]``): its ACL default, relationship tuples and label grants.
+
+    Nothing in one tenant's section is read for another tenant.
+    """
+
+    acl: AclSettings = field(default_factory=AclSettings)
+    authz: AuthzSettings = field(default_factory=AuthzSettings)
+    grants: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+_MODEL_LABELS = tuple(label for label in DEFAULT_LABELS if label != RESTRICTED)
+
+
+@dataclass(frozen=True)
+class EgressSettings:
+    """The labels whose text may leave the process toward a model.
+
+    ``answer_labels`` bounds what the answer model (and the rerank judge, which is the same
+    provider) may be sent; ``embedding_labels`` what the embedding backend may be sent:
+    chunks of other labels get no vector and stay lexical-only. RESTRICTED in either is a
+    configuration error.
+    """
+
+    answer_labels: tuple[str, ...] = _MODEL_LABELS
+    embedding_labels: tuple[str, ...] = _MODEL_LABELS
+
+
+@dataclass(frozen=True)
 class SireSettings:
     domain_phrases: tuple[str, ...] = ()
     default_excludes: tuple[str, ...] = ()
@@ -202,6 +238,51 @@ class AnswerSettings:
 
 
 @dataclass(frozen=True)
+class OidcSettings:
+    """OIDC bearer tokens (JWTs); off while ``issuer`` is empty."""
+
+    issuer: str = ""
+    audience: str = ""
+    # the issuer's signing keys: a JWKS file, or an https URL fetched and cached
+    jwks_file: str = ""
+    jwks_url: str = ""
+    jwks_cache_seconds: int = 300
+    algorithms: tuple[str, ...] = ("RS256", "ES256")
+    leeway_seconds: int = 30
+    # claim holding group names (each becomes group:NAME#member for that request)
+    groups_claim: str = "groups"
+    # claim holding the tenant; empty: every token belongs to the home tenant
+    tenant_claim: str = ""
+    # claim holding the service role; empty or absent: default_role
+    role_claim: str = ""
+    default_role: str = "reader"
+
+
+@dataclass(frozen=True)
+class ProxyIdentitySettings:
+    """An identity header set by a reverse proxy; off while ``header`` is empty."""
+
+    header: str = ""
+    tenant_header: str = ""
+    # only requests from these addresses may carry the header
+    trusted_proxies: tuple[str, ...] = ()
+    role: str = "reader"
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """The HTTP service: its limits and how callers authenticate."""
+
+    max_body_bytes: int = 1_048_576
+    max_query_chars: int = 2_000
+    rate_limit_per_minute: int = 120
+    deadline_seconds: float = 120.0
+    heartbeat_seconds: float = 10.0
+    oidc: OidcSettings = field(default_factory=OidcSettings)
+    proxy: ProxyIdentitySettings = field(default_factory=ProxyIdentitySettings)
+
+
+@dataclass(frozen=True)
 class Settings:
     """Every setting Affidavit reads. Immutable; build a changed copy with :meth:`replace`."""
 
@@ -216,16 +297,31 @@ class Settings:
     acl: AclSettings = field(default_factory=AclSettings)
     authz: AuthzSettings = field(default_factory=AuthzSettings)
     grants: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # per-tenant access policy; the top-level acl/authz/grants are the home tenant's only
+    tenants: Mapping[str, TenantPolicySettings] = field(default_factory=dict)
+    egress: EgressSettings = field(default_factory=EgressSettings)
     sire: SireSettings = field(default_factory=SireSettings)
     scope: ScopeSettings = field(default_factory=ScopeSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     vectors: VectorSettings = field(default_factory=VectorSettings)
     provider: ProviderSettings = field(default_factory=ProviderSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
+    service: ServiceSettings = field(default_factory=ServiceSettings)
     source_file: str | None = None
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
+
+    def policy_for(self, tenant: str) -> TenantPolicySettings:
+        """The access policy of ``tenant``: its ``[tenants.<id>]`` section, else, for the
+        home tenant (the ``tenant`` setting) only, the top-level ``[acl]``, ``[authz]`` and
+        ``[grants]``; any other tenant gets an empty policy (nobody is admitted by config)."""
+        own = self.tenants.get(tenant)
+        if own is not None:
+            return own
+        if tenant == self.tenant:
+            return TenantPolicySettings(acl=self.acl, authz=self.authz, grants=self.grants)
+        return TenantPolicySettings()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, suitable for hashing into a config version."""
@@ -371,6 +467,11 @@ def _coerce(hint: Any, value: Any, key: str, source: str) -> Any:
         if not isinstance(value, Mapping):
             raise ConfigurationError("must be a table of lists", key=key, source=source)
         return {str(k): _string_list(v, f"{key}.{k}", source) for k, v in value.items()}
+    if text == f"collections.abc.Mapping[str, {__name__}.TenantPolicySettings]":
+        if not isinstance(value, Mapping):
+            raise ConfigurationError("must be a table of tenant tables", key=key, source=source)
+        return {str(k): _build(TenantPolicySettings, v, f"{key}.{k}.", source)
+                for k, v in value.items()}
     if text.startswith("collections.abc.Mapping[str, str]"):
         if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
             raise ConfigurationError("must be a table of strings", key=key, source=source)
@@ -407,11 +508,13 @@ def _validate(settings: Settings) -> None:
         if label not in labels:
             raise ConfigurationError("names an unknown label",
                                      key=f"sensitivity.detectors.{name}", source=source)
-    for subject, granted in settings.grants.items():
-        for label in granted:
-            if label not in labels:
-                raise ConfigurationError(f"grants unknown label {label!r}",
-                                         key=f"grants.{subject}", source=source)
+    _validate_tenant_policies(settings, source)
+    _validate_egress(settings, source)
+    ingest = settings.ingest
+    if (ingest.max_expansion_ratio < 1 or ingest.expansion_floor_chars < 0
+            or ingest.max_chunks_per_document < 1):
+        raise ConfigurationError("need max_expansion_ratio >= 1, expansion_floor_chars >= 0 "
+                                 "and max_chunks_per_document >= 1", key="ingest", source=source)
     c = settings.chunking
     if (c.max_chars <= 0 or c.overlap_chars < 0 or c.overlap_chars >= c.max_chars
             or not 0 <= c.min_chars <= c.max_chars):
@@ -433,3 +536,40 @@ def _validate(settings: Settings) -> None:
     if not settings.tenant or not settings.tenant.replace("-", "").replace("_", "").isalnum():
         raise ConfigurationError("must be letters, digits, '-' or '_'", key="tenant",
                                  source=source)
+
+
+def _validate_tenant_policies(settings: Settings, source: str) -> None:
+    labels = settings.sensitivity.labels
+    policies = [("", settings.grants)]
+    policies += [(f"tenants.{t}.", p.grants) for t, p in sorted(settings.tenants.items())]
+    for prefix, grants in policies:
+        for subject, granted in grants.items():
+            for label in granted:
+                if label not in labels:
+                    raise ConfigurationError(f"grants unknown label {label!r}",
+                                             key=f"{prefix}grants.{subject}", source=source)
+    for tenant in settings.tenants:
+        if not tenant or not tenant.replace("-", "").replace("_", "").isalnum():
+            raise ConfigurationError("a tenant id must be letters, digits, '-' or '_'",
+                                     key=f"tenants.{tenant}", source=source)
+    top_level = settings.acl.default or settings.authz.tuples or settings.grants
+    if settings.tenant in settings.tenants and top_level:
+        # Two policies for one tenant: which one counts would be a guess.
+        raise ConfigurationError(
+            "the home tenant has a [tenants] section and top-level acl/authz/grants; "
+            "keep one", key=f"tenants.{settings.tenant}", source=source)
+
+
+def _validate_egress(settings: Settings, source: str) -> None:
+    labels = settings.sensitivity.labels
+    for name in ("answer_labels", "embedding_labels"):
+        declared: tuple[str, ...] = getattr(settings.egress, name)
+        if RESTRICTED in declared:
+            raise ConfigurationError("RESTRICTED text may never be sent to a model",
+                                     key=f"egress.{name}", source=source)
+        # The built-in default may name labels a deployment dropped; those simply match
+        # nothing. A declared list must name configured labels only.
+        for label in declared if declared != _MODEL_LABELS else ():
+            if label not in labels:
+                raise ConfigurationError(f"names unknown label {label!r}",
+                                         key=f"egress.{name}", source=source)

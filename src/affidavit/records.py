@@ -12,8 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = "1"
-"""Version of the derived-artifact schema; part of every witness."""
+SCHEMA_VERSION = "2"
+"""Version of the derived-artifact schema; part of every witness.
+
+2: chunks carry the labels of their title, source path and headings.
+"""
 
 
 def sha256_hex(data: bytes) -> str:
@@ -172,8 +175,30 @@ class ChunkDraft:
 
 
 @dataclass(frozen=True)
+class DerivedText:
+    """The strings shown beside a chunk's body, each with its own label.
+
+    ``title`` and ``alias`` are its document's title and source path; the heading strings
+    are the chunk's ``heading_path``, labelled one by one in ``heading_labels``. A label of
+    None is unknown and is never shown (see :mod:`affidavit.classify.derived`).
+    ``withheld`` names what a view of it replaced by stand-ins: title, alias, headings.
+    """
+
+    title: str
+    title_label: str | None
+    alias: str
+    alias_label: str | None
+    heading_labels: tuple[str | None, ...]
+    page: int | None = None
+    withheld: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class Chunk:
-    """A retrievable unit. Its text is ``document.text[start:end]``; one label, always."""
+    """A retrievable unit. Its text is ``document.text[start:end]``; one label, always.
+
+    ``label`` is the body's; ``derived`` labels the title, path and headings shown with it.
+    """
 
     chunk_id: str
     node_id: str
@@ -186,6 +211,7 @@ class Chunk:
     heading_path: tuple[str, ...]
     locator: str
     witness: str
+    derived: DerivedText | None = None
 
     @property
     def src(self) -> str:
@@ -257,15 +283,21 @@ class AuthzContext:
     tokens: frozenset[str]
     granted_labels: frozenset[str]
     policy_version: str
+    # The sensitivity policy the reader is under: when set, only chunks labelled under it
+    # are admitted (a chunk labelled under an older policy may carry a stale label).
+    label_epoch: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "tenant": self.tenant,
             "principal": self.principal,
             "tokens": sorted(self.tokens),
             "granted_labels": sorted(self.granted_labels),
             "policy_version": self.policy_version,
         }
+        if self.label_epoch is not None:
+            data["label_epoch"] = self.label_epoch
+        return data
 
 
 @dataclass(frozen=True)

@@ -43,10 +43,17 @@ def normalize_for_match(text: str) -> str:
 
 
 class RestrictedGuard:
-    """Refuses any request that would show RESTRICTED text to a model."""
+    """Refuses any request that would show RESTRICTED text to a model.
 
-    def __init__(self, restricted_texts: Iterable[str], restricted_label: str = "RESTRICTED"):
+    ``allowed_labels``, when given, is the declared model egress: evidence of any other
+    label is refused too (the texts of such chunks belong in ``restricted_texts``).
+    """
+
+    def __init__(self, restricted_texts: Iterable[str], restricted_label: str = "RESTRICTED",
+                 *, allowed_labels: Iterable[str] | None = None):
         self.restricted_label = restricted_label.casefold()
+        self.allowed_labels = (None if allowed_labels is None
+                               else frozenset(label.casefold() for label in allowed_labels))
         fragments: dict[int, set[str]] = {}
         for text in restricted_texts:
             for fragment in _fragments(text):
@@ -66,6 +73,10 @@ class RestrictedGuard:
                 raise RestrictedContentError(
                     f"evidence [src:{item.src}] is labelled {item.label}; it may not reach a model"
                 )
+            if self.allowed_labels is not None and item.label.casefold() not in self.allowed_labels:
+                raise RestrictedContentError(
+                    f"evidence [src:{item.src}] is labelled {item.label}, outside the declared "
+                    "model egress")
         if prompt.text != f"{prompt.system}\n\n{prompt.user}":
             raise GovernanceError("the prompt text does not match its system and user parts")
         if self._contains_fragment(normalize_for_match(prompt.text)):

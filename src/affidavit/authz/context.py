@@ -10,7 +10,10 @@ policy engine plugs in here and nowhere else.
 
 The default :class:`StoreAuthorizer` reads tuples and grants from the settings and from the
 store on every call (no cache), so a removed tuple or a revoked grant takes effect on the
-very next request.
+very next request. Settings policy is per tenant (:meth:`Settings.policy_for`): tuples and
+grants configured for one tenant are never read for another. Its contexts carry the label
+epoch of the settings' sensitivity policy, so that chunks labelled under another policy
+are not served.
 
 Adding an external engine (OpenFGA, SpiceDB)
 --------------------------------------------
@@ -36,10 +39,12 @@ no retrieval.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Protocol
 
 from affidavit.authz.expand import PolicyIndex, granted_labels, policy_version
 from affidavit.authz.tuples import parse_principal, parse_tuple
+from affidavit.classify.epoch import label_epoch
 from affidavit.config import PUBLIC, Settings
 from affidavit.errors import AuthorizationError
 from affidavit.records import AuthzContext
@@ -74,18 +79,19 @@ class StoreAuthorizer:
         self.store = store
         self.settings = settings
 
-    def config_tuples(self) -> list[RelationTuple]:
-        """Tuples declared in the settings file (read-only from the CLI)."""
-        return [parse_tuple(text, source="config") for text in self.settings.authz.tuples]
+    def config_tuples(self, tenant: str | None = None) -> list[RelationTuple]:
+        """Tuples the settings declare for ``tenant`` (default: the home tenant)."""
+        policy = self.settings.policy_for(tenant or self.settings.tenant)
+        return [parse_tuple(text, source="config") for text in policy.authz.tuples]
 
     def all_tuples(self, tenant: str) -> list[RelationTuple]:
-        """Settings tuples and the tenant's stored tuples."""
-        return [*self.config_tuples(), *self.store.list_tuples(tenant)]
+        """The tenant's settings tuples and its stored tuples."""
+        return [*self.config_tuples(tenant), *self.store.list_tuples(tenant)]
 
     def all_grants(self, tenant: str) -> dict[str, set[str]]:
-        """Label grants by subject, from the settings and the tenant's store."""
+        """Label grants by subject, from the tenant's settings and the tenant's store."""
         grants: dict[str, set[str]] = {}
-        for subject, labels in self.settings.grants.items():
+        for subject, labels in self.settings.policy_for(tenant).grants.items():
             grants.setdefault(subject, set()).update(labels)
         for subject, labels in self.store.list_grants(tenant).items():
             grants.setdefault(subject, set()).update(labels)
@@ -104,7 +110,8 @@ class StoreAuthorizer:
         except Exception as exc:
             raise AuthorizationError(
                 f"authorization data unavailable ({type(exc).__name__})") from exc
-        return build_context(tenant, who, tuples, grants)
+        context = build_context(tenant, who, tuples, grants)
+        return replace(context, label_epoch=label_epoch(self.settings.sensitivity))
 
 
 class FailClosedAuthorizer:
@@ -144,6 +151,8 @@ def checked_context(context: object, tenant: str, principal: str) -> AuthzContex
         and all(isinstance(label, str) for label in context.granted_labels)
         and PUBLIC in context.granted_labels
         and isinstance(context.policy_version, str) and bool(context.policy_version)
+        and (context.label_epoch is None
+             or (isinstance(context.label_epoch, str) and bool(context.label_epoch)))
     )
     if not well_formed:
         raise AuthorizationError("authorizer returned a malformed authorization context")

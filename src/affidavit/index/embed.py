@@ -13,7 +13,7 @@ it, and the chunks stay without vectors until the next attempt.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,15 +53,23 @@ ProgressCallback = Callable[[int], None]
 
 def embed_missing(store: Store, tenant: str, backend: EmbeddingBackend, *,
                   batch_size: int = 64, fetch_batches: int = DEFAULT_FETCH_BATCHES,
-                  progress: ProgressCallback | None = None) -> EmbedReport:
-    """Embed and store every head chunk of ``tenant`` without a vector for the backend."""
+                  progress: ProgressCallback | None = None,
+                  labels: Sequence[str] | None = None,
+                  label_epoch: str | None = None) -> EmbedReport:
+    """Embed and store every head chunk of ``tenant`` without a vector for the backend.
+
+    ``labels`` and ``label_epoch`` are the declared embedding egress: when given, only
+    chunks with one of those labels, labelled under that epoch, are read and sent; the
+    others get no vector and are found by the lexical channel only.
+    """
     model_id = backend.model_id
     fetch = max(1, batch_size) * max(1, fetch_batches)
     started = time.perf_counter()
     embedded = rounds = 0
     previous: list[str] = []
     while True:
-        missing = store.chunks_missing_vectors(tenant, model_id, fetch)
+        missing = store.chunks_missing_vectors(tenant, model_id, fetch, labels=labels,
+                                               label_epoch=label_epoch)
         if not missing:
             break
         ids = [chunk_id for chunk_id, _ in missing]

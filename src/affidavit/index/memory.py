@@ -77,8 +77,10 @@ class TenantIndex:
         self._token_versions = {t: np.array(sorted(v), dtype=np.int64)
                                 for t, v in by_token.items()}
         self._label_ids = label_ids
+        self._row_epoch = np.array(snapshot.label_epochs or [""] * self._n, dtype=np.str_)
         self._weights: dict[tuple[float, float], _Bm25Weights] = {}
-        self._masks: OrderedDict[tuple[frozenset[str], frozenset[str]], Mask] = OrderedDict()
+        self._masks: OrderedDict[tuple[frozenset[str], frozenset[str], str | None], Mask] = (
+            OrderedDict())
         self._lock = threading.Lock()
 
     @property
@@ -92,10 +94,11 @@ class TenantIndex:
 
     # ------------------------------------------------------------------ authz
     def visibility(self, authz: AuthzContext) -> Mask:
-        """Rows the context may read: label granted and an ACL token of the version held."""
+        """Rows the context may read: label granted, an ACL token of the version held, and
+        (when the context pins one) labelled under the context's label epoch."""
         if authz.tenant != self.snapshot.tenant:
             return np.zeros(self._n, dtype=np.bool_)
-        key = (authz.tokens, authz.granted_labels)
+        key = (authz.tokens, authz.granted_labels, authz.label_epoch)
         with self._lock:
             cached = self._masks.get(key)
             if cached is not None:
@@ -119,6 +122,9 @@ class TenantIndex:
             if held is not None:
                 versions[held] = True
         mask: Mask = labels[self._row_label] & versions[self._row_version]
+        if authz.label_epoch is not None and self._n:
+            # Labels computed under another sensitivity policy may be stale: not served.
+            mask &= self._row_epoch == authz.label_epoch
         mask.setflags(write=False)
         return mask
 

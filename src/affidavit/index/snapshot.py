@@ -43,6 +43,8 @@ class IndexSnapshot:
     posting_rows: npt.NDArray[np.int64]
     posting_tfs: npt.NDArray[np.float64]
     acl_tokens: Mapping[str, tuple[str, ...]]
+    # per row: the sensitivity policy its label was computed under (classify.epoch)
+    label_epochs: tuple[str, ...] = ()
 
 
 class SnapshotSource(Protocol):
@@ -78,7 +80,7 @@ class SQLiteSnapshotSource:
 
     def _read(self, tenant: str, generation: int) -> IndexSnapshot:
         read = self.store._read  # the store's one query seam (tenant-scoped SQL below)
-        chunks = read("SELECT chunk_id, version_id, label, n_tokens FROM chunks "
+        chunks = read("SELECT chunk_id, version_id, label, n_tokens, label_epoch FROM chunks "
                       "WHERE tenant_id = ? AND is_head = 1 ORDER BY chunk_id", (tenant,))
         postings = read(
             "SELECT p.term, p.chunk_id, p.tf FROM postings p JOIN chunks c ON c.tenant_id = "
@@ -90,16 +92,17 @@ class SQLiteSnapshotSource:
             " ORDER BY a.version_id, a.token", (tenant, tenant))
         return build_snapshot(
             tenant, generation,
-            [(str(r[0]), str(r[1]), str(r[2]), int(str(r[3]))) for r in chunks],
+            [(str(r[0]), str(r[1]), str(r[2]), int(str(r[3])), str(r[4])) for r in chunks],
             [(str(r[0]), str(r[1]), int(str(r[2]))) for r in postings],
             [(str(r[0]), str(r[1])) for r in acl])
 
 
 def build_snapshot(tenant: str, generation: int,
-                   chunks: list[tuple[str, str, str, int]],
+                   chunks: list[tuple[str, str, str, int, str]],
                    postings: list[tuple[str, str, int]],
                    acl: list[tuple[str, str]]) -> IndexSnapshot:
-    """A snapshot from rows: chunks ``(chunk_id, version_id, label, n_tokens)``, postings
+    """A snapshot from rows: chunks ``(chunk_id, version_id, label, n_tokens, label_epoch)``,
+    postings
     ``(term, chunk_id, tf)`` and ACL ``(version_id, token)``, in any order."""
     chunks = sorted(chunks)
     row_of = {chunk[0]: i for i, chunk in enumerate(chunks)}
@@ -117,7 +120,7 @@ def build_snapshot(tenant: str, generation: int,
     return IndexSnapshot(
         tenant=tenant, generation=generation,
         chunk_ids=tuple(c[0] for c in chunks), version_ids=tuple(c[1] for c in chunks),
-        labels=tuple(c[2] for c in chunks),
+        labels=tuple(c[2] for c in chunks), label_epochs=tuple(c[4] for c in chunks),
         lengths=np.array([c[3] for c in chunks], dtype=np.int64),
         terms=tuple(terms), term_starts=np.array(starts, dtype=np.int64),
         posting_rows=np.array([p[1] for p in ordered], dtype=np.int64),

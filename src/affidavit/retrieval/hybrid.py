@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from affidavit.classify.epoch import label_epoch
 from affidavit.config import Settings
 from affidavit.errors import AuthorizationError
 from affidavit.index import Tokenizer
@@ -142,7 +143,10 @@ class HybridRetriever:
         if self._embedded_generation.get(tenant) == generation:
             return
         with self._lock:
-            embed_missing(self.store, tenant, backend, batch_size=self.settings.vectors.batch_size)
+            # Only the declared embedding egress is sent; the rest stays lexical-only.
+            embed_missing(self.store, tenant, backend, batch_size=self.settings.vectors.batch_size,
+                          labels=self.settings.egress.embedding_labels,
+                          label_epoch=label_epoch(self.settings.sensitivity))
             self._embedded_generation[tenant] = generation
 
     def rankings(self, authz: AuthzContext | None, query: str, *, depth: int) -> ChannelRankings:

@@ -62,12 +62,21 @@ def visible_to(authz: AuthzContext) -> tuple[str, list[object]]:
     tokens = sorted(authz.tokens)
     if not labels or not tokens:
         return "FALSE", []
-    clause = (
+    epoch, epoch_params = label_epoch_sql(authz)
+    clause = epoch + (
         "c.is_head AND c.label = ANY(%s) AND (SELECT 1 FROM acl_tokens a "
         "WHERE a.tenant_id = c.tenant_id AND a.version_id = c.version_id "
         "AND ARRAY[a.token] <@ %s::text[] LIMIT 1) IS NOT NULL"
     )
-    return clause, [labels, tokens]
+    return clause, [*epoch_params, labels, tokens]
+
+
+def label_epoch_sql(authz: AuthzContext) -> tuple[str, list[object]]:
+    """``c.label_epoch = %s AND `` when the context pins a label epoch: a chunk labelled
+    under another sensitivity policy may carry a stale label and is not admitted."""
+    if authz.label_epoch is None:
+        return "", []
+    return "c.label_epoch = %s AND ", [authz.label_epoch]
 
 
 def readable_chunks(authz: AuthzContext) -> tuple[str, list[object]]:
@@ -80,12 +89,13 @@ def readable_chunks(authz: AuthzContext) -> tuple[str, list[object]]:
     tokens = sorted(authz.tokens)
     if not labels or not tokens:
         return "SELECT NULL::text AS chunk_id WHERE FALSE", []
+    epoch, epoch_params = label_epoch_sql(authz)
     query = (
         "SELECT c.chunk_id FROM chunks c WHERE c.tenant_id = %s AND c.version_id IN "
         "(SELECT a.version_id FROM acl_tokens a WHERE a.tenant_id = %s AND a.token = ANY(%s)) "
-        "AND c.is_head AND c.label = ANY(%s)"
+        f"AND {epoch}c.is_head AND c.label = ANY(%s)"
     )
-    return query, [authz.tenant, authz.tenant, tokens, labels]
+    return query, [authz.tenant, authz.tenant, tokens, *epoch_params, labels]
 
 
 def _reset(conn: Connection) -> None:
@@ -131,6 +141,13 @@ class PostgresBase:
             raise
         except (psycopg.Error, PoolTimeout) as exc:
             raise StoreError(f"database operation failed: {exc}") from exc
+
+    @contextmanager
+    def batched(self) -> Iterator[None]:
+        """Ingest batches (see :meth:`affidavit.store.base.Store.batched`) are not needed
+        here: the server logs row changes, not whole pages per transaction, and large
+        loads take the COPY path of :mod:`affidavit.store.postgres_bulk`."""
+        yield
 
     @contextmanager
     def pool_connection(self) -> Iterator[Connection]:

@@ -67,14 +67,23 @@ class VectorTables(PostgresBase):
     exact_vector_threshold: int = DEFAULT_EXACT_THRESHOLD
     ef_search: int = DEFAULT_EF_SEARCH
 
-    def chunks_missing_vectors(self, tenant: str, model_id: str,
-                               limit: int) -> list[tuple[str, str]]:
+    def chunks_missing_vectors(self, tenant: str, model_id: str, limit: int, *,
+                               labels: Sequence[str] | None = None,
+                               label_epoch: str | None = None) -> list[tuple[str, str]]:
+        # Only what the declared embedding egress admits is ever read for the backend.
+        egress, egress_params = "", list[object]()
+        if labels is not None:
+            egress += "AND c.label = ANY(%s) "
+            egress_params.append(sorted(set(labels)))
+        if label_epoch is not None:
+            egress += "AND c.label_epoch = %s "
+            egress_params.append(label_epoch)
         rows = self._rows(
             tenant,
             "SELECT c.chunk_id, c.text FROM chunks c WHERE c.tenant_id = %s AND c.is_head "
-            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.tenant_id = c.tenant_id "
+            f"{egress}AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.tenant_id = c.tenant_id "
             "AND v.model_id = %s AND v.chunk_id = c.chunk_id) ORDER BY c.chunk_id LIMIT %s",
-            (tenant, model_id, limit))
+            (tenant, *egress_params, model_id, limit))
         return [(str(r[0]), str(r[1])) for r in rows]
 
     def put_vectors(self, tenant: str, model_id: str,

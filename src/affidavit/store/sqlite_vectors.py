@@ -29,22 +29,40 @@ def visibility_sql(authz: AuthzContext, *, per_row: bool = False) -> tuple[str, 
         return "0", []
     marks_l = ",".join("?" * len(labels))
     marks_t = ",".join("?" * len(tokens))
+    # A chunk labelled under another sensitivity policy than the reader's may carry a stale
+    # label: it is not admitted until it is re-labelled from its blob.
+    epoch, epoch_params = (("c.label_epoch = ? AND ", [authz.label_epoch])
+                           if authz.label_epoch is not None else ("", []))
     if per_row:
-        clause = (
+        clause = epoch + (
             f"c.is_head = 1 AND c.label IN ({marks_l}) AND EXISTS ("
             "SELECT 1 FROM acl_tokens a WHERE a.tenant_id = c.tenant_id "
             f"AND a.version_id = c.version_id AND a.token IN ({marks_t}))"
         )
-        row_params: list[object] = [*labels, *tokens]
-        return clause, row_params
+        return clause, [*epoch_params, *labels, *tokens]
     # Driven by the caller's tokens (index acl_by_token): the set of readable versions is
     # computed once, not probed per chunk, which matters for principals with many tokens.
-    clause = (
+    clause = epoch + (
         f"c.is_head = 1 AND c.label IN ({marks_l}) AND c.version_id IN ("
         "SELECT a.version_id FROM acl_tokens a WHERE a.tenant_id = ? "
         f"AND a.token IN ({marks_t}))"
     )
-    return clause, [*labels, authz.tenant, *tokens]
+    return clause, [*epoch_params, *labels, authz.tenant, *tokens]
+
+
+def egress_sql(labels: Sequence[str] | None,
+               label_epoch: str | None) -> tuple[str, list[object]]:
+    """SQL (``AND ...`` terms) admitting only chunks whose text may be sent to the
+    embedding backend: a declared label, labelled under the current policy."""
+    clause, params = "", list[object]()
+    if labels is not None:
+        wanted = sorted(set(labels))
+        clause += f"AND c.label IN ({','.join('?' * len(wanted)) or 'NULL'}) "
+        params.extend(wanted)
+    if label_epoch is not None:
+        clause += "AND c.label_epoch = ? "
+        params.append(label_epoch)
+    return clause, params
 
 
 def to_blob(vector: Sequence[float]) -> bytes:
@@ -79,13 +97,15 @@ class VectorTables:
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         raise NotImplementedError
 
-    def chunks_missing_vectors(self, tenant: str, model_id: str,
-                               limit: int) -> list[tuple[str, str]]:
+    def chunks_missing_vectors(self, tenant: str, model_id: str, limit: int, *,
+                               labels: Sequence[str] | None = None,
+                               label_epoch: str | None = None) -> list[tuple[str, str]]:
+        egress, egress_params = egress_sql(labels, label_epoch)
         rows = self._read(
             "SELECT c.chunk_id, c.text FROM chunks c WHERE c.tenant_id = ? AND c.is_head = 1 "
-            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.tenant_id = c.tenant_id "
+            f"{egress}AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.tenant_id = c.tenant_id "
             "AND v.model_id = ? AND v.chunk_id = c.chunk_id) ORDER BY c.chunk_id LIMIT ?",
-            (tenant, model_id, limit))
+            (tenant, *egress_params, model_id, limit))
         return [(str(r[0]), str(r[1])) for r in rows]
 
     def put_vectors(self, tenant: str, model_id: str,

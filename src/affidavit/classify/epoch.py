@@ -1,0 +1,25 @@
+"""The label epoch: which sensitivity policy a chunk's label was computed under.
+
+Every chunk is stored with the epoch of the policy that labelled it, and every read made
+for a caller or a model admits only chunks of the reader's current epoch (the filter sits
+inside the store query, beside the label and ACL filters). So a policy change — a new
+RESTRICTED keyword, a detector moved to another label — is in force on the very next
+request: chunks labelled under the old policy are not served until they are re-labelled
+from their stored blob (:mod:`affidavit.relabel`, run at the start of every ingestion run).
+"""
+
+from __future__ import annotations
+
+from affidavit.classify.policy import SensitivityPolicy
+from affidavit.config import SensitivitySettings
+from affidavit.records import stable_hash
+
+LABEL_RULES_VERSION = "1"
+"""Bump when the classifier's code changes what label a paragraph gets for one policy
+(a new detector, a different text normaliser): every stored label becomes stale."""
+
+
+def label_epoch(settings: SensitivitySettings) -> str:
+    """A short, stable id of the labelling rules in force under ``settings``."""
+    policy = SensitivityPolicy.from_settings(settings)
+    return stable_hash("label-epoch", LABEL_RULES_VERSION, policy.fingerprint)[:16]
