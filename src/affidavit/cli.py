@@ -186,6 +186,9 @@ def _add_ledger(sub: Any, common: Any, reader: Any, as_json: Any) -> None:
                                     "sequence number, record hash, time) into CHECKPOINT.")
     q.add_argument("--key", required=True, metavar="KEYFILE", help="the private key")
     q.add_argument("--out", required=True, metavar="CHECKPOINT")
+    q.add_argument("--checkpoint", action="append", metavar="PREVIOUS",
+                   help="an earlier checkpoint (by the same key) the chain must still hold "
+                        "before the new one is signed (repeatable)")
     q.set_defaults(func=cmd_ledger_checkpoint)
     q = lsub.add_parser("replay", parents=[common, as_json], help="re-execute one record",
                         description="Re-execute retrieval, compilation and verification from "

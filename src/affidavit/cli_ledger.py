@@ -50,9 +50,12 @@ def cmd_ledger_keygen(ctx: Context) -> int:
 
 def cmd_ledger_checkpoint(ctx: Context) -> int:
     key = load_private_key(Path(ctx.args.key))
-    report = verify_chain(ctx.store().iter_ledger(ctx.tenant), tenant=ctx.tenant)
+    # Signing a broken chain would vouch for the tampering; signing one that no longer
+    # holds what an earlier checkpoint signed would launder a rewrite made since.
+    previous = [read_checkpoint(Path(p)) for p in ctx.args.checkpoint or []]
+    report = verify_anchored(ctx.store().iter_ledger(ctx.tenant), tenant=ctx.tenant,
+                             checkpoints=previous, trusted=key.public_key())
     if not report.ok:
-        # Signing a broken chain would vouch for the tampering.
         _print_report(ctx, report, None)
         print("no checkpoint written: the chain does not verify")
         return EXIT_FAILED

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from tests.conftest import BACKENDS
+from tests.pg_fixture import PgCluster
 
 from affidavit.errors import LedgerError
 from affidavit.ledger.chain import GENESIS_HASH, link_hash, record_hash, verify_chain
@@ -25,8 +27,6 @@ from affidavit.ledger.checkpoint import (
 )
 from affidavit.ledger.record import LedgerWriter
 from affidavit.store import SQLiteStore, Store
-from tests.conftest import BACKENDS
-from tests.pg_fixture import PgCluster
 
 T = "acme"
 NOW = "2026-01-01T00:00:00+00:00"
@@ -53,7 +53,7 @@ class Tamperer:
 
         with psycopg.connect(self.target) as pg:
             pg.execute("ALTER TABLE ledger DISABLE TRIGGER USER")
-            cursor = pg.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+            cursor = pg.execute(sql.replace("?", "%s"), params)
             rows = cursor.fetchall() if cursor.description else []
             pg.execute("ALTER TABLE ledger ENABLE TRIGGER USER")
         return [tuple(r) for r in rows]

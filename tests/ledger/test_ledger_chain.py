@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from affidavit.ledger import GENESIS_HASH, link_hash, record_hash, verify_chain
 from affidavit.store import LedgerEntry
@@ -39,11 +40,12 @@ def test_any_changed_byte_is_found_and_named() -> None:
 
 
 def test_every_column_is_bound_into_the_hash() -> None:
-    for column, value in (("record_id", "rX"), ("request_id", "qX"), ("created_at", "tX"),
-                          ("seq", 7)):
+    edits: list[tuple[str, Any]] = [("record_id", "rX"), ("request_id", "qX"),
+                                    ("created_at", "tX"), ("seq", 7)]
+    for column, value in edits:
         entries = chain(["{}", '{"a":1}'])
         entries[1] = dataclasses.replace(entries[1], **{column: value})
-        report = verify_chain(entries[:1] + [entries[1]], tenant=T)
+        report = verify_chain(entries, tenant=T)
         assert not report.ok and report.checked == 1, column
 
 

@@ -154,3 +154,19 @@ def test_tampered_columns_reach_the_terminal_neither_raw_nor_as_record_text(
         assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
         assert "Nightjar" not in text
     assert "\\x1b" in run(capsys, "ledger", "verify", "--db", str(db))[1]
+
+
+def test_a_new_checkpoint_is_refused_when_the_chain_lost_what_the_last_one_signed(
+        capsys: pytest.CaptureFixture[str], db: Path) -> None:
+    key = keygen(capsys, db, "k")
+    first = checkpoint(capsys, db, key)
+    tamper(db, "DELETE FROM ledger WHERE seq >= 3")
+    LedgerWriter(store := SQLiteStore(db)).append("default", "req-forged", {"query": "x"})
+    store.close()
+    out = db.parent / "next.checkpoint"
+    code, text = run(capsys, "ledger", "checkpoint", "--key", str(key), "--out", str(out),
+                     "--checkpoint", str(first), "--db", str(db))
+    assert code == 1 and "truncated" in text and not out.exists()
+    code, _ = run(capsys, "ledger", "checkpoint", "--key", str(key), "--out", str(out),
+                  "--db", str(db))
+    assert code == 0, "without the earlier checkpoint there is nothing to hold it to"
