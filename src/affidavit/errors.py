@@ -6,8 +6,12 @@ Every error the package raises on purpose derives from :class:`AffidavitError`::
     ├── ConfigurationError        bad settings: names the key and the file
     ├── InputRejected             a document (or request) that must not be processed;
     │                             carries a reason code; ingestion quarantines on it
+    ├── AuthenticationError       the service got no valid credential (HTTP 401)
     ├── AuthorizationError        no principal, unknown tenant, failing authorizer:
-    │                             the request fails closed
+    │   │                         the request fails closed
+    │   └── RoleRefused           the credential's role may not call this endpoint
+    ├── LimitExceeded             a request over a service limit (body, query, rate,
+    │                             deadline); names the limit
     ├── GovernanceError           a governance component refused or failed
     │   └── RestrictedContentError   RESTRICTED text was about to reach a model
     ├── ProviderError             a language-model provider failed
@@ -56,6 +60,27 @@ class InputRejected(AffidavitError):
 
 class AuthorizationError(AffidavitError):
     """The request has no valid authorization context; nothing is retrieved."""
+
+
+class AuthenticationError(AffidavitError):
+    """A service request carried no credential, or one that does not verify."""
+
+
+class RoleRefused(AuthorizationError):
+    """The caller is known, but its role does not cover the endpoint."""
+
+
+class LimitExceeded(AffidavitError):
+    """A request went over one of the service's limits.
+
+    ``limit`` is a stable name (``body_size``, ``query_length``, ``rate``, ``deadline``);
+    ``retry_after`` says, for the rate limit, how many seconds to wait.
+    """
+
+    def __init__(self, limit: str, message: str, *, retry_after: int | None = None):
+        super().__init__(message)
+        self.limit = limit
+        self.retry_after = retry_after
 
 
 class GovernanceError(AffidavitError):

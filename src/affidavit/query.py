@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -115,7 +115,23 @@ def _default_provider(settings: Settings) -> LLMProvider:
 def config_version(settings: Settings) -> str:
     data = settings.to_dict()
     data.pop("source_file", None)
+    # How the service listens and authenticates does not change any answer.
+    data.pop("service", None)
     return stable_hash("config", canonical_json(data))[:16]
+
+
+class TokenSink(Protocol):
+    """Receives the visible answer while it is generated (the service's stream).
+
+    What it receives is a draft: it has not been verified, and the final output state may
+    invalidate it. The ledger record is written whether or not anyone still listens.
+    """
+
+    def token(self, text: str) -> None: ...
+
+    def generated(self) -> None:
+        """Generation ended; verification starts."""
+        ...
 
 
 class Engine:
@@ -163,11 +179,16 @@ class Engine:
                          {**scored.explain(), "gates": gates})
 
     # ------------------------------------------------------------------ ask
-    def ask(self, principal: str | None, question: str, *, role: str | None = None
-            ) -> AskResult:
-        """A governed, verified, ledgered answer. Every failure closes, and is recorded."""
-        trace = _Trace(request_id="req-" + uuid.uuid4().hex[:20], question=question,
-                       principal=principal or "", role=role or self.settings.answer.role)
+    def ask(self, principal: str | None, question: str, *, role: str | None = None,
+            request_id: str | None = None, stream_to: TokenSink | None = None) -> AskResult:
+        """A governed, verified, ledgered answer. Every failure closes, and is recorded.
+
+        ``request_id`` lets a caller name the request before it ends (the service answers a
+        timed-out client with it); ``stream_to`` receives the draft while it is generated.
+        """
+        trace = _Trace(request_id=request_id or new_request_id(), question=question,
+                       principal=principal or "", role=role or self.settings.answer.role,
+                       stream_to=stream_to)
         trace.record["config_version"] = config_version(self.settings)
         scope = check_scope(question, self.settings.scope.out_of_scope_entities)
         if scope.refused:
@@ -231,7 +252,7 @@ class Engine:
         request = ProviderRequest(prompt=prompt,
                                   max_sentences=self.settings.answer.max_answer_sentences)
         try:
-            response = guarded.generate(request)
+            response = _generate(guarded, request, trace.stream_to)
             return self._verify_and_emit(trace, request, response, guarded)
         except RestrictedContentError as exc:
             return self._refuse(trace, f"RESTRICTED_GUARD: {exc}")
@@ -332,12 +353,32 @@ class Engine:
                          entry.record_id, entry.record_hash)
 
 
+def new_request_id() -> str:
+    """A fresh request id, the form every ledger record carries."""
+    return "req-" + uuid.uuid4().hex[:20]
+
+
+def _generate(guarded: GuardedProvider, request: ProviderRequest,
+              sink: TokenSink | None) -> ProviderResponse:
+    """The provider's response; streamed through ``sink`` when one listens."""
+    if sink is None:
+        return guarded.generate(request)
+    deltas: list[str] = []
+    for delta in guarded.stream(request):
+        deltas.append(delta)
+        sink.token(delta)
+    sink.generated()
+    # Streamed deltas are already think-free; no log-probabilities come with them.
+    return ProviderResponse(text="".join(deltas), model_id=guarded.model_id)
+
+
 @dataclass
 class _Trace:
     request_id: str
     question: str
     principal: str
     role: str
+    stream_to: TokenSink | None = None
     record: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

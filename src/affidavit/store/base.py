@@ -156,6 +156,20 @@ class RelationTuple:
         return f"{self.object}#{self.relation}@{self.subject}"
 
 
+@dataclass(frozen=True)
+class ApiKeyRecord:
+    """A service API key as stored: never the key itself, only a salted hash of its secret."""
+
+    key_id: str
+    principal: str
+    role: str
+    salt: str
+    secret_hash: str
+    created_at: str
+    expires_at: str | None = None
+    revoked_at: str | None = None
+
+
 class Store(Protocol):
     """Persistence for one deployment. Backends: ``sqlite`` (default), ``postgres``."""
 
@@ -271,6 +285,17 @@ class Store(Protocol):
         ...
 
     def active_sire(self, tenant: str, version_ids: Sequence[str]) -> dict[str, SireRecord]: ...
+
+    # ---- service API keys (hashes only) ----------------------------------------------
+    def add_api_key(self, tenant: str, record: ApiKeyRecord) -> None: ...
+
+    def get_api_key(self, tenant: str, key_id: str) -> ApiKeyRecord | None: ...
+
+    def list_api_keys(self, tenant: str) -> list[ApiKeyRecord]: ...
+
+    def revoke_api_key(self, tenant: str, key_id: str, *, at: str) -> bool:
+        """Mark the key revoked; False when there is no unrevoked key with that id."""
+        ...
 
     # ---- ledger --------------------------------------------------------------------
     def append_ledger(self, tenant: str, *, record_id: str, request_id: str, created_at: str,

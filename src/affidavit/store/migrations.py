@@ -244,4 +244,20 @@ CREATE INDEX acl_by_token ON acl_tokens (tenant_id, token, version_id);
 -- (every column bound). Adding a column is not an UPDATE: the append-only triggers hold.
 ALTER TABLE ledger ADD COLUMN link_format INTEGER NOT NULL DEFAULT 1;
 """),
+    Migration(11, "api_keys", """
+-- Service API keys: a salted hash of each secret, never the secret. The tenant is part of
+-- the key's lookup, so a key only ever resolves inside its own tenant.
+CREATE TABLE api_keys (
+    tenant_id   TEXT NOT NULL,
+    key_id      TEXT NOT NULL,
+    principal   TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    salt        TEXT NOT NULL,
+    secret_hash TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    expires_at  TEXT,
+    revoked_at  TEXT,
+    PRIMARY KEY (tenant_id, key_id)
+);
+"""),
 )

@@ -45,6 +45,7 @@ from affidavit.store.postgres_base import (
     visible_to,
 )
 from affidavit.store.postgres_governance import GovernanceTables
+from affidavit.store.postgres_keys import ApiKeyTables
 from affidavit.store.postgres_setup import (
     DEFAULT_APP_ROLE,
     check_application_role,
@@ -76,7 +77,7 @@ def _row_chunk(row: Row) -> Chunk:
     )
 
 
-class PostgresStore(GovernanceTables, VectorTables):
+class PostgresStore(GovernanceTables, VectorTables, ApiKeyTables):
     """The :class:`~affidavit.store.base.Store` on PostgreSQL with pgvector.
 
     ``dsn`` is normally the schema owner's (see :mod:`affidavit.store.postgres_setup` for

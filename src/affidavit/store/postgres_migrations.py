@@ -302,18 +302,36 @@ _LEDGER_LINK_FORMAT = """
 ALTER TABLE ledger ADD COLUMN link_format INTEGER NOT NULL DEFAULT 1;
 """
 
+_API_KEYS = f"""
+-- Service API keys: a salted hash of each secret, never the secret. The tenant is part of
+-- the key's lookup, so a key only ever resolves inside its own tenant (and its RLS scope).
+CREATE TABLE api_keys (
+    tenant_id   {_T} NOT NULL,
+    key_id      {_T} NOT NULL,
+    principal   {_T} NOT NULL,
+    role        {_T} NOT NULL,
+    salt        {_T} NOT NULL,
+    secret_hash {_T} NOT NULL,
+    created_at  {_T} NOT NULL,
+    expires_at  {_T},
+    revoked_at  {_T},
+    PRIMARY KEY (tenant_id, key_id)
+);
+"""
+
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial_schema", _INITIAL_SCHEMA),
     Migration(2, "ingest_queue", _INGEST_QUEUE),
     Migration(3, "covering_keys", _COVERING_KEYS),
     Migration(4, "ledger_link_format", _LEDGER_LINK_FORMAT),
+    Migration(9, "api_keys", _API_KEYS),
 )
 
 TENANT_TABLES: tuple[str, ...] = (
     "tenants", "blobs", "nodes", "aliases", "versions", "head_map", "head_history",
     "paragraph_labels", "chunks", "postings", "lexical_stats", "acl_tokens", "relation_tuples",
     "label_grants", "sire", "ledger", "runs", "quarantine", "source_listings", "vectors",
-    "vector_models", "ingest_queue",
+    "vector_models", "ingest_queue", "api_keys",
 )
 """Every table that holds tenant rows: each one is under the tenant_isolation policy."""
 

@@ -27,6 +27,7 @@ from affidavit.store.base import (
 )
 from affidavit.store.migrations import SQLITE_MIGRATIONS
 from affidavit.store.sqlite_governance import GovernanceTables
+from affidavit.store.sqlite_keys import ApiKeyTables
 from affidavit.store.sqlite_vectors import VectorTables, visibility_sql
 
 _CHUNK_COLUMNS = (
@@ -51,7 +52,7 @@ def _row_chunk(row: Sequence[object]) -> Chunk:
     )
 
 
-class SQLiteStore(GovernanceTables, VectorTables):
+class SQLiteStore(GovernanceTables, VectorTables, ApiKeyTables):
     """The :class:`~affidavit.store.base.Store` on one SQLite file."""
 
     backend = "sqlite"

@@ -1,0 +1,74 @@
+"""The service application: :func:`create_app` builds it from settings and a store opener.
+
+Areas are routers (``query_routes``, ``stream_routes``, ``ledger_routes``); another area is
+a module with its own ``router`` added to :data:`ROUTERS`, or passed to :func:`create_app`
+as ``routers=``. Routers get the shared state with ``service_state(request)`` and the caller
+with ``Depends(caller_for("permission"))``; they never read a principal from a body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI
+from starlette.types import ASGIApp
+
+from affidavit import __version__
+from affidavit import config as config_module
+from affidavit.config import Settings
+from affidavit.errors import LimitExceeded
+from affidavit.service import ledger_routes, query_routes, stream_routes
+from affidavit.service.limits import BodySizeLimit
+from affidavit.service.problems import install_problem_handlers, problem_for
+from affidavit.service.state import ServiceState
+from affidavit.store import open_store
+from affidavit.store.base import Store
+
+ROUTERS: tuple[APIRouter, ...] = (query_routes.router, stream_routes.router,
+                                  ledger_routes.router)
+
+DESCRIPTION = """A governed retrieval-augmented generation engine over HTTP.
+
+Every request is authenticated (`Authorization: Bearer` with an API key or an OIDC token);
+the principal and the tenant come from the credential, never from the body. Errors are
+`application/problem+json` with a stable `type` per error class."""
+
+
+def create_app(settings: Settings, store_opener: Callable[[], Store], *,
+               routers: Sequence[APIRouter] = ()) -> FastAPI:
+    """The service for ``settings``; the store is opened on first use and closed at exit."""
+    state = ServiceState(settings, store_opener)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        state.close()
+
+    app = FastAPI(title="Affidavit", version=__version__, description=DESCRIPTION,
+                  lifespan=lifespan, docs_url=None, redoc_url=None,
+                  openapi_url="/v1/openapi.json")
+    app.state.affidavit = state
+    install_problem_handlers(app)
+
+    def refuse(exc: LimitExceeded) -> ASGIApp:
+        return problem_for(exc)
+
+    app.add_middleware(BodySizeLimit, max_bytes=settings.service.max_body_bytes,
+                       refuse=refuse)
+    for router in (*ROUTERS, *routers):
+        app.include_router(router)
+    return app
+
+
+def store_opener_for(settings: Settings, base: Path) -> Callable[[], Store]:
+    """Opens the settings' store, a relative path taken from ``base``; never creates it."""
+    return lambda: open_store(settings.store.db, base=base, create=False)
+
+
+def app_from_environment() -> FastAPI:
+    """The application uvicorn builds in each worker (``affidavit serve`` sets the
+    environment: ``AFFIDAVIT_CONFIG``, ``AFFIDAVIT_DB``, ``AFFIDAVIT_TENANT``)."""
+    settings = config_module.load(None)
+    return create_app(settings, store_opener_for(settings, Path.cwd()))

@@ -1,0 +1,79 @@
+"""``/v1/ledger/{request_id}``: one Claim Ledger record, its claims, its re-execution.
+
+Each reads the record as the CLI's ``ledger show`` does: only the principal who asked, in
+the credential's tenant, sees it; for anyone else it reads exactly like an id never issued;
+evidence the caller may no longer read is withheld (:func:`affidavit.ledger.record.redact_for`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from affidavit.authz import may_view_record
+from affidavit.errors import NotFound
+from affidavit.ledger.record import WITHHELD, redact_for
+from affidavit.ledger.replay_record import replay
+from affidavit.query import Engine
+from affidavit.service.auth import Credential
+from affidavit.service.schemas import PROBLEMS
+from affidavit.service.state import LedgerCaller, service_state
+from affidavit.store.base import LedgerEntry
+
+router = APIRouter(prefix="/v1/ledger", tags=["ledger"])
+
+
+def visible_view(engine: Engine, caller: Credential, request_id: str
+                 ) -> tuple[LedgerEntry, dict[str, Any]]:
+    """The entry and the caller's view of it; NotFound when the caller may not see it."""
+    authz = engine.authz_context(caller.principal)
+    entry = engine.store.get_ledger(caller.tenant, request_id)
+    if entry is None or not may_view_record(json.loads(entry.payload), authz):
+        raise NotFound(f"no ledger record {request_id} that you may see")
+    return entry, redact_for(entry, authz, engine.store)
+
+
+@router.get("/{request_id}", responses=PROBLEMS)
+async def ledger_record(request_id: str, request: Request,
+                        caller: LedgerCaller) -> dict[str, Any]:
+    """The full record as the caller may see it, with its chain position and hash."""
+    _, view = await service_state(request).call(
+        caller, lambda engine: visible_view(engine, caller, request_id))
+    return view
+
+
+@router.get("/{request_id}/claims", responses=PROBLEMS)
+async def ledger_claims(request_id: str, request: Request,
+                        caller: LedgerCaller) -> dict[str, Any]:
+    """Per-claim breakdown: status, support, layer scores and contrastive deltas."""
+    _, view = await service_state(request).call(
+        caller, lambda engine: visible_view(engine, caller, request_id))
+    record = view["record"]
+    claims = record.get("claims", [])
+    withheld = claims == WITHHELD or not isinstance(claims, list)
+    return {"request_id": record.get("request_id"), "record_id": record.get("record_id"),
+            "output_state": record.get("output_state"), "withheld": withheld,
+            "claims": [] if withheld else claims,
+            "layers_available": None if withheld else record.get("layers_available")}
+
+
+@router.post("/{request_id}/verify", responses=PROBLEMS)
+async def ledger_verify(request_id: str, request: Request,
+                        caller: LedgerCaller) -> dict[str, Any]:
+    """Re-execute the record from its logged state: pass or fail, with the first difference."""
+    state = service_state(request)
+
+    def verify(engine: Engine) -> dict[str, Any]:
+        entry, view = visible_view(engine, caller, request_id)
+        report = replay(engine.store, state.settings, entry.record_id, tenant=caller.tenant)
+        data = report.to_dict()
+        difference = data.get("first_difference")
+        if difference and view["record"].get("withheld_evidence"):
+            # The difference can quote evidence the caller may no longer read: name the step.
+            data["first_difference"] = str(difference).split(":", 1)[0] + ": " + WITHHELD
+        return {"request_id": entry.request_id, "record_id": entry.record_id,
+                "passed": report.matches, **data}
+
+    return await state.call(caller, verify)

@@ -1,0 +1,40 @@
+"""PostgreSQL table of service API keys: salted hashes, never the keys.
+
+A mixin of :class:`~affidavit.store.postgres.PostgresStore`; rows are read and written in
+the tenant's row-level-security scope like every other tenant table.
+"""
+
+from __future__ import annotations
+
+from affidavit.store.base import ApiKeyRecord
+from affidavit.store.postgres_base import PostgresBase, ensure_tenant_rows
+from affidavit.store.sqlite_keys import api_key_record, api_key_row
+
+_COLUMNS = ("key_id, principal, role, salt, secret_hash, created_at, expires_at, revoked_at")
+
+
+class ApiKeyTables(PostgresBase):
+    """Create, find, list and revoke API keys of one tenant."""
+
+    def add_api_key(self, tenant: str, record: ApiKeyRecord) -> None:
+        with self.transaction(tenant) as conn:
+            ensure_tenant_rows(conn, tenant)
+            conn.execute(f"INSERT INTO api_keys (tenant_id, {_COLUMNS}) "
+                         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                         (tenant, *api_key_row(record)))
+
+    def get_api_key(self, tenant: str, key_id: str) -> ApiKeyRecord | None:
+        rows = self._rows(tenant, f"SELECT {_COLUMNS} FROM api_keys WHERE tenant_id = %s "
+                                  "AND key_id = %s", (tenant, key_id))
+        return api_key_record(rows[0]) if rows else None
+
+    def list_api_keys(self, tenant: str) -> list[ApiKeyRecord]:
+        rows = self._rows(tenant, f"SELECT {_COLUMNS} FROM api_keys WHERE tenant_id = %s "
+                                  "ORDER BY created_at, key_id", (tenant,))
+        return [api_key_record(r) for r in rows]
+
+    def revoke_api_key(self, tenant: str, key_id: str, *, at: str) -> bool:
+        with self.transaction(tenant) as conn:
+            cur = conn.execute("UPDATE api_keys SET revoked_at = %s WHERE tenant_id = %s "
+                               "AND key_id = %s AND revoked_at IS NULL", (at, tenant, key_id))
+            return cur.rowcount > 0
