@@ -312,7 +312,8 @@ class Ingestor:
         labels = classify_paragraphs(extracted, policy=self.policy, declared=declared,
                                      path=document.alias)
         segments = build_segments(extracted, labels)
-        drafts = chunk_document(extracted, segments, settings=self.settings.chunking)
+        drafts = chunk_document(extracted, segments, settings=self.settings.chunking,
+                                max_chunks=self.settings.ingest.max_chunks_per_document)
         title = metadata.title or extracted.title or PurePosixPath(document.alias).name
         chunks = tuple(self._chunk(d, node_id, version_id, document.alias, witness)
                        for d in drafts)

@@ -200,7 +200,8 @@ def test_bad_input_is_rejected() -> None:
 
 
 def test_export_list() -> None:
-    assert sorted(chunking_package.__all__) == ["chunk_document", "split_sentences"]
+    assert sorted(chunking_package.__all__) == [
+        "TOO_MANY_CHUNKS", "chunk_document", "split_sentences"]
 
 
 # ---------------------------------------------------------------------- properties

@@ -17,6 +17,8 @@ from affidavit.config import ChunkingSettings
 from affidavit.errors import ConfigurationError, InputRejected
 from affidavit.records import ChunkDraft, ExtractedDocument, Paragraph, Segment
 
+TOO_MANY_CHUNKS = "TOO_MANY_CHUNKS"
+
 # Kinds of packing unit: a whole heading or paragraph, one sentence of an oversized
 # paragraph, or a hard-cut piece of an oversized sentence.
 _HEADING, _PARAGRAPH, _SENTENCE, _CUT = "heading", "paragraph", "sentence", "cut"
@@ -71,9 +73,17 @@ class _Span:
 
 
 def chunk_document(
-    doc: ExtractedDocument, segments: Sequence[Segment], *, settings: ChunkingSettings
+    doc: ExtractedDocument,
+    segments: Sequence[Segment],
+    *,
+    settings: ChunkingSettings,
+    max_chunks: int | None = None,
 ) -> tuple[ChunkDraft, ...]:
-    """Chunks of ``doc`` in document order; none crosses a label segment boundary."""
+    """Chunks of ``doc`` in document order; none crosses a label segment boundary.
+
+    A document that would make more than ``max_chunks`` chunks is refused with
+    ``TOO_MANY_CHUNKS`` before any chunk's text is copied.
+    """
     _check_settings(settings)
     _check_paragraph_map(doc)
     members = _segment_members(doc, segments)
@@ -84,6 +94,9 @@ def chunk_document(
         spans.extend(_pack(layout, units, number, settings))
     labels = [segment.label for segment in segments]
     merged = _merge_small(spans, labels, settings)
+    if max_chunks is not None and len(merged) > max_chunks:
+        raise InputRejected(TOO_MANY_CHUNKS, f"{len(merged)} chunks, more than the "
+                            f"{max_chunks} a document may make")
     return tuple(_draft(layout, ordinal, span, labels) for ordinal, span in enumerate(merged))
 
 

@@ -29,7 +29,13 @@ from affidavit.extract.decode import (
 from affidavit.extract.docx import DocxParser
 from affidavit.extract.html import MALFORMED_HTML, HtmlParser
 from affidavit.extract.json_format import MALFORMED_JSON, NESTING_TOO_DEEP, JsonParser
-from affidavit.extract.layout import KINDS, TOO_MANY_PARAGRAPHS
+from affidavit.extract.layout import (
+    EXPANSION_LIMIT,
+    KINDS,
+    TOO_MANY_PARAGRAPHS,
+    expansion_refused,
+    rendered_budget,
+)
 from affidavit.extract.markdown import MALFORMED_FRONT_MATTER, MarkdownParser
 from affidavit.extract.pdf import PdfParser
 from affidavit.extract.text import TextParser
@@ -45,6 +51,7 @@ REASON_CODES = tuple(
         {
             BINARY_CONTENT,
             EMPTY_DOCUMENT,
+            EXPANSION_LIMIT,
             LINE_TOO_LONG,
             MALFORMED_CSV,
             MALFORMED_FRONT_MATTER,
@@ -129,6 +136,11 @@ def extract(content: bytes, *, filename: str, limits: IngestSettings) -> Extract
         document = _parse_binary(BINARY_PARSERS[suffix], content, limits)
     else:
         document = _parse_text(PARSERS[suffix], content, limits)
+    # Every format, binary ones included, is held to the same proportion of rendered text to
+    # input; JSON, YAML and CSV are also held to it while they render.
+    budget = rendered_budget(len(content), limits)
+    if len(document.text) > budget:
+        raise expansion_refused(budget)
     check_line_lengths(document.text, limits.max_line_chars)
     if not document.paragraphs:
         raise InputRejected(EMPTY_DOCUMENT, "the document has no readable text")

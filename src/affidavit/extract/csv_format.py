@@ -15,7 +15,7 @@ import re
 from affidavit.config import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract.decode import check_line_lengths
-from affidavit.extract.layout import RECORD, RenderedText
+from affidavit.extract.layout import RECORD, RenderedText, rendered_budget
 from affidavit.records import ExtractedDocument
 
 MALFORMED_CSV = "MALFORMED_CSV"
@@ -31,7 +31,10 @@ class CsvParser:
     def parse(self, text: str, *, limits: IngestSettings) -> ExtractedDocument:
         """One ``record`` paragraph per data row, each cell labelled with its column."""
         check_line_lengths(text, limits.max_line_chars)
-        rendered = RenderedText(max_paragraphs=limits.max_paragraphs)
+        # Column names repeat on every row: a wide header over short rows is refused with
+        # EXPANSION_LIMIT once the rendered text outgrows the file.
+        rendered = RenderedText(max_paragraphs=limits.max_paragraphs,
+                                max_chars=rendered_budget(len(text), limits))
         rows = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text), strict=True)
         header: list[str] | None = None
         try:

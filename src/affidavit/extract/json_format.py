@@ -8,7 +8,7 @@ from itertools import accumulate
 
 from affidavit.config import IngestSettings
 from affidavit.errors import InputRejected
-from affidavit.extract.layout import RenderedText
+from affidavit.extract.layout import RenderedText, rendered_budget
 from affidavit.extract.structured import render_records, top_level_title
 from affidavit.records import ExtractedDocument
 
@@ -34,7 +34,8 @@ class JsonParser:
             raise InputRejected(NESTING_TOO_DEEP, "nesting too deep to read") from exc
         except ValueError as exc:  # JSONDecodeError, duplicate keys, oversized integers
             raise InputRejected(MALFORMED_JSON, str(exc)[:300]) from exc
-        rendered = RenderedText(max_paragraphs=limits.max_paragraphs)
+        rendered = RenderedText(max_paragraphs=limits.max_paragraphs,
+                                max_chars=rendered_budget(len(text), limits))
         render_records([value], rendered)
         return ExtractedDocument(
             text=rendered.text,

@@ -11,11 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from affidavit.config import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract.decode import normalize_text
 from affidavit.records import Paragraph
 
 TOO_MANY_PARAGRAPHS = "TOO_MANY_PARAGRAPHS"
+EXPANSION_LIMIT = "EXPANSION_LIMIT"
 
 HEADING = "heading"
 PARAGRAPH = "paragraph"
@@ -28,6 +30,22 @@ KINDS = (HEADING, PARAGRAPH, LIST, TABLE, CODE, QUOTE, RECORD)
 
 # A blank line: a line break, then a line holding only whitespace other than line breaks.
 _BLANK_LINES = re.compile(r"\n[^\S\n]*(?=\n)")
+
+
+def rendered_budget(input_size: int, limits: IngestSettings) -> int:
+    """Characters of text a document of ``input_size`` bytes (or characters) may render to.
+
+    Structured formats repeat key paths and column names on every line, so a few kilobytes
+    can render to gigabytes; the text may grow by ``max_expansion_ratio`` and, however small
+    the input, to ``expansion_floor_chars``.
+    """
+    return max(limits.expansion_floor_chars, int(limits.max_expansion_ratio * input_size))
+
+
+def expansion_refused(budget: int) -> InputRejected:
+    """The refusal of a document whose rendered text would pass ``budget`` characters."""
+    return InputRejected(EXPANSION_LIMIT, f"its text would render to more than {budget} "
+                         "characters, out of proportion to its size")
 
 
 def trimmed_span(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -81,8 +99,9 @@ class RenderedText:
 
     SEPARATOR = "\n\n"
 
-    def __init__(self, *, max_paragraphs: int) -> None:
+    def __init__(self, *, max_paragraphs: int, max_chars: int | None = None) -> None:
         self._max_paragraphs = max_paragraphs
+        self._max_chars = max_chars
         self._parts: list[str] = []
         self._length = 0
         self._paragraphs: list[Paragraph] = []
@@ -94,15 +113,26 @@ class RenderedText:
             return False
         if len(self._paragraphs) >= self._max_paragraphs:
             raise InputRejected(TOO_MANY_PARAGRAPHS, f"more than {self._max_paragraphs} paragraphs")
-        if self._parts:
-            self._parts.append(self.SEPARATOR)
-            self._length += len(self.SEPARATOR)
+        separator = self.SEPARATOR if self._parts else ""
+        if self._max_chars is not None and (
+                self._length + len(separator) + len(block) > self._max_chars):
+            raise expansion_refused(self._max_chars)
+        if separator:
+            self._parts.append(separator)
+            self._length += len(separator)
         start = self._length
         self._parts.append(block)
         self._length += len(block)
         index = len(self._paragraphs)
         self._paragraphs.append(Paragraph(index, start, self._length, kind, heading_path))
         return True
+
+    @property
+    def room(self) -> int | None:
+        """Characters that may still be written; None when there is no limit."""
+        if self._max_chars is None:
+            return None
+        return max(0, self._max_chars - self._length)
 
     @property
     def text(self) -> str:

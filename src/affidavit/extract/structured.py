@@ -4,15 +4,25 @@ Each field of a top-level mapping, each item of a top-level list, and a top-leve
 becomes one ``record`` paragraph. Nested values are flattened into one line per leaf,
 ``key.child[0].name: value``, in document order. The walk is iterative, so rendering never
 depends on Python's recursion limit.
+
+Every leaf line repeats its whole path, so a small document of long keys over many leaves
+renders to a text thousands of times its size. The text is built against a budget
+(:func:`~affidavit.extract.layout.rendered_budget`) and the walk stops with
+``EXPANSION_LIMIT`` as soon as the lines written, or the paths it holds open, pass it.
 """
 
 from __future__ import annotations
 
 import datetime
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
-from affidavit.extract.layout import RECORD, RenderedText, collapse_blank_lines
+from affidavit.extract.layout import (
+    RECORD,
+    RenderedText,
+    collapse_blank_lines,
+    expansion_refused,
+)
 
 
 def render_records(documents: Iterable[object], out: RenderedText) -> None:
@@ -20,36 +30,58 @@ def render_records(documents: Iterable[object], out: RenderedText) -> None:
     for document in documents:
         if isinstance(document, Mapping):
             for key, value in document.items():
-                out.add(record_lines(scalar_text(key), value), RECORD)
+                out.add(record_lines(scalar_text(key), value, max_chars=out.room), RECORD)
         elif isinstance(document, list):
             for item in document:
-                out.add(record_lines("", item), RECORD)
+                out.add(record_lines("", item, max_chars=out.room), RECORD)
         elif document is not None:
             out.add(scalar_text(document), RECORD)
 
 
-def record_lines(path: str, value: object) -> str:
-    """One ``path: value`` line per leaf under ``value`` (just ``value`` when no path)."""
+def record_lines(path: str, value: object, *, max_chars: int | None = None) -> str:
+    """One ``path: value`` line per leaf under ``value`` (just ``value`` when no path).
+
+    When the lines would pass ``max_chars`` characters, or the paths of the containers being
+    walked would, the document is refused with ``EXPANSION_LIMIT``.
+    """
     lines: list[str] = []
-    pending: list[tuple[str, object]] = [(path, value)]
-    while pending:
-        path, value = pending.pop()
-        children = _children(path, value)
-        if children:
-            pending.extend(reversed(children))
+    written = -1  # the lines are joined by one separator fewer than there are lines
+    held = 0
+    # Children are produced lazily, so only the paths of the open containers are held.
+    open_containers: list[tuple[int, Iterator[tuple[str, object]]]] = [
+        (0, iter([(path, value)]))]
+    while open_containers:
+        path_length, children = open_containers[-1]
+        step = next(children, None)
+        if step is None:
+            open_containers.pop()
+            held -= path_length
+            continue
+        path, value = step
+        if _has_children(value):
+            open_containers.append((len(path), _children(path, value)))
+            held += len(path)
         else:
             text = scalar_text(value)
-            lines.append(f"{path}: {text}" if path else text)
+            line = f"{path}: {text}" if path else text
+            lines.append(line)
+            written += len(line) + 1
+        if max_chars is not None and max(written, held) > max_chars:
+            raise expansion_refused(max_chars)
     return "\n".join(lines)
 
 
-def _children(path: str, value: object) -> list[tuple[str, object]]:
+def _has_children(value: object) -> bool:
+    return isinstance(value, Mapping | list) and len(value) > 0
+
+
+def _children(path: str, value: object) -> Iterator[tuple[str, object]]:
     if isinstance(value, Mapping):
         prefix = f"{path}." if path else ""
-        return [(prefix + scalar_text(key), child) for key, child in value.items()]
+        return ((prefix + scalar_text(key), child) for key, child in value.items())
     if isinstance(value, list):
-        return [(f"{path}[{index}]", child) for index, child in enumerate(value)]
-    return []
+        return ((f"{path}[{index}]", child) for index, child in enumerate(value))
+    return iter(())
 
 
 def scalar_text(value: object) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from affidavit.config import IngestSettings
 from affidavit.extract.decode import check_line_lengths
-from affidavit.extract.layout import RenderedText
+from affidavit.extract.layout import RenderedText, rendered_budget
 from affidavit.extract.structured import render_records, top_level_title
 from affidavit.records import ExtractedDocument
 from affidavit.sources.safe_yaml import load_yaml_documents
@@ -19,11 +19,12 @@ class YamlParser:
         """Each top-level field (or list item) of each document is one ``record`` paragraph.
 
         Refusals: ``MALFORMED_YAML`` (syntax, anchors, aliases, unknown tags, duplicate
-        keys) and ``NESTING_TOO_DEEP``.
+        keys), ``NESTING_TOO_DEEP`` and ``EXPANSION_LIMIT``.
         """
         check_line_lengths(text, limits.max_line_chars)
         documents = load_yaml_documents(text, max_depth=limits.max_nesting_depth)
-        rendered = RenderedText(max_paragraphs=limits.max_paragraphs)
+        rendered = RenderedText(max_paragraphs=limits.max_paragraphs,
+                                max_chars=rendered_budget(len(text), limits))
         render_records(documents, rendered)
         return ExtractedDocument(
             text=rendered.text,
