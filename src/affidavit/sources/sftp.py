@@ -13,8 +13,9 @@ Untrusted-input rules (the server and everything on it are untrusted):
 * symbolic links are never followed: they are yielded refused (``SYMLINK_REFUSED``), and a
   sidecar that is a link refuses its document (``MALFORMED_SIDECAR``);
 * a name from the server that is not a plain file name, or a path that normalizes outside
-  the root, is refused (``PATH_ESCAPE``); so is a file swapped for a link while being read
-  (``SOURCE_CHANGED``);
+  the root, is refused (``PATH_ESCAPE``); so is a file whose open handle is not the file
+  that was checked, as when a link is swapped in around the open (``SOURCE_CHANGED``, see
+  :mod:`affidavit.sources.sftp_tree`);
 * a file over ``max_document_bytes`` is not read (``TOO_LARGE``);
 * dropped connections and timeouts are retried with backoff after reconnecting, then the
   document is quarantined (``FETCH_FAILED``).

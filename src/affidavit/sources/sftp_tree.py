@@ -1,10 +1,20 @@
 """The remote tree behind an SFTP source: walking it, pairing sidecars, reading files.
 
 Everything the server says is untrusted. Names are plain file names or refused
-(``PATH_ESCAPE``); links are never followed (``SYMLINK_REFUSED``), and since an SFTP
-open follows links on the server, a file is checked not to be one right before and right
-after it is opened (``SOURCE_CHANGED``); only regular files are read, and never past the
-size limit.
+(``PATH_ESCAPE``); links are never followed (``SYMLINK_REFUSED``); only regular files are
+read, and never past the size limit.
+
+An SFTP open follows links on the server, and a path checked with ``lstat`` can be swapped
+for a link before the open and swapped back after it. So what was actually opened is
+checked: the open handle's own attributes (``fstat``) must describe the file the ``lstat``
+before the open saw, and so must an ``lstat`` after it; otherwise the document is refused
+with ``SOURCE_CHANGED`` and its bytes are dropped unread by anything else.
+
+What remains: SFTP version 3 reports no inode number, so "the same file" means the same
+type, mode, owner, group, size and modification time (and the finer times a newer server
+reports). A link to another file passes only if that file agrees on all of them; the owner
+is the one an attacker cannot choose (changing it takes root), so the swap works only
+against files the attacker owns, which it could read anyway.
 """
 
 from __future__ import annotations
@@ -32,6 +42,10 @@ if TYPE_CHECKING:
 
 PATH_ESCAPE = "PATH_ESCAPE"
 SYMLINK_REFUSED = "SYMLINK_REFUSED"
+
+# The attributes that tell one file from another, compared where the server reports both.
+_FILE_IDENTITY = ("permissions", "uid", "gid", "owner", "group", "size", "mtime", "mtime_ns",
+                  "ctime", "ctime_ns", "crtime", "crtime_ns")
 
 
 def load_asyncssh() -> ModuleType:
@@ -146,8 +160,8 @@ async def _file_entry(sftp: SFTPClient, folder: bytes, name: bytes, alias: str) 
 async def read_file(sftp: SFTPClient, path: bytes, limit: int) -> bytes | Vanished | None:
     """The bytes of a regular file; None when over ``limit``; ``VANISHED`` when absent.
 
-    SFTP opens follow links on the server, so the path is checked not to be a link just
-    before and just after the open, and what was opened must be a regular file.
+    SFTP opens follow links on the server, so the path must be a regular file just before
+    the open, and the open handle and the path just after must still be that file.
     """
     ssh = load_asyncssh()
     try:
@@ -158,7 +172,7 @@ async def read_file(sftp: SFTPClient, path: bytes, limit: int) -> bytes | Vanish
             return None
         async with sftp.open(path, "rb") as handle:
             opened = await handle.stat()
-            data = await handle.read(limit + 1) if _is(opened, stat.S_ISREG) else None
+            data = await handle.read(limit + 1) if same_file(before, opened) else None
         after = await sftp.lstat(path)
     except ssh.SFTPNoSuchFile:
         return VANISHED
@@ -166,9 +180,22 @@ async def read_file(sftp: SFTPClient, path: bytes, limit: int) -> bytes | Vanish
         raise
     except ssh.SFTPError as exc:
         raise InputRejected(UNREADABLE, f"{_text(path)}: {exc.reason}") from exc
-    if data is None or not _is(after, stat.S_ISREG):
-        raise InputRejected(SOURCE_CHANGED, f"{_text(path)}: changed while being read")
+    if data is None or not same_file(before, after):
+        raise InputRejected(SOURCE_CHANGED, f"{_text(path)}: not the file that was checked "
+                            "(swapped or changed while being opened)")
     return None if len(data) > limit else _raw(data)
+
+
+def same_file(checked: SFTPAttrs, found: SFTPAttrs) -> bool:
+    """Whether ``found`` is a regular file agreeing with ``checked`` on every identity
+    attribute the server reported for both."""
+    if not _is(found, stat.S_ISREG):
+        return False
+    for name in _FILE_IDENTITY:
+        expected, actual = getattr(checked, name), getattr(found, name)
+        if expected is not None and actual is not None and expected != actual:
+            return False
+    return True
 
 
 def _is(info: SFTPAttrs, kind: Callable[[int], bool]) -> bool:
