@@ -33,6 +33,7 @@ from affidavit.cli_commands import (
 from affidavit.cli_ledger import cmd_ledger_checkpoint, cmd_ledger_keygen, cmd_ledger_verify
 from affidavit.cli_service import add_service_commands
 from affidavit.errors import AffidavitError, AuthorizationError, InputRejected
+from affidavit.terminal import neutralized_output
 
 EXIT_BROKEN_PIPE = 141
 
@@ -107,7 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     p.add_argument("--limit", type=int, default=None, help="number of hits (default 10)")
     p.add_argument("--explain", action="store_true",
-                   help="show lexical and vector ranks and scores, the fused score and gates")
+                   help="operator view: each channel's own rank and score (raw BM25 scores "
+                        "use tenant-wide statistics, hidden documents included), the fused "
+                        "score and gates")
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("ask", parents=[common, reader, as_json], help="a governed, cited answer",
@@ -241,9 +244,12 @@ def _add_sire(sub: Any, common: Any, as_json: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        code = _dispatch(argv)
-        # Flush here, not at interpreter exit, so that a closed pipe is caught below.
-        sys.stdout.flush()
+        # Everything the CLI writes passes here: control and bidi characters from titles,
+        # file names, text and messages are neutralised (affidavit.terminal).
+        with neutralized_output():
+            code = _dispatch(argv)
+            # Flush here, not at interpreter exit, so that a closed pipe is caught below.
+            sys.stdout.flush()
     except BrokenPipeError:
         # The reader went away (``affidavit search ... | head``): what it wanted it has.
         # Exit quietly as a process ended by SIGPIPE does; stdout goes to /dev/null so that

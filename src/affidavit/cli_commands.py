@@ -178,7 +178,7 @@ def cmd_search(ctx: Context) -> int:
     hits = engine.search(parse_principal(ctx.args.as_principal), ctx.args.query,
                          limit=ctx.args.limit)
     if ctx.args.json:
-        _print_json([h.to_dict() for h in hits])
+        _print_json([h.to_dict(operator=ctx.args.explain) for h in hits])
         return EXIT_OK
     if not hits:
         print("no results you may see")

@@ -74,12 +74,22 @@ class SearchHit:
     sire_active: bool
     explain: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, *, operator: bool = False) -> dict[str, Any]:
+        """The hit as a caller sees it: its rank and fused (RRF) score, both functions of
+        rankings among chunks the caller may read, and the gates it passed.
+
+        ``operator=True`` (``affidavit search --explain``) adds each channel's own rank and
+        score. Those are operator data: a BM25 score is computed with the tenant's term
+        statistics, hidden documents included, so it tells whether documents the caller
+        may not read contain a query term.
+        """
+        view = {
             "chunk_id": self.chunk_id, "doc_id": self.doc_id, "source_id": self.source_id,
             "title": self.title, "text": self.text, "label": self.label, "score": self.score,
-            "locator": self.locator, "sire_active": self.sire_active, **self.explain,
+            "rank": self.explain.get("fused_rank"), "locator": self.locator,
+            "sire_active": self.sire_active, "gates": self.explain.get("gates", {}),
         }
+        return {**view, **self.explain} if operator else view
 
 
 @dataclass
@@ -190,7 +200,8 @@ class Engine:
                        principal=principal or "", role=role or self.settings.answer.role,
                        stream_to=stream_to)
         trace.record["config_version"] = config_version(self.settings)
-        scope = check_scope(question, self.settings.scope.out_of_scope_entities)
+        scope = check_scope(question, self.settings.scope.out_of_scope_entities,
+                            lexical=self.settings.lexical)
         if scope.refused:
             return self._refuse(trace, "OUT_OF_SCOPE_ENTITY:" + ",".join(scope.entities))
         try:

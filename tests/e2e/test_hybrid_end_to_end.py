@@ -39,7 +39,7 @@ def test_hybrid_search_explains_each_channel_and_gate(run: Run, tmp_path: Path) 
     run("ingest", str(workspace(run, tmp_path)))
     run("sire", "approve", "--all", "--by", "tester")
     hits = as_json(run("search", "hotel limit per night", "--as", "user:sam.reed",
-                       "--json")[1])
+                       "--json", "--explain")[1])
     assert hits
     top = hits[0]
     for key in ("lexical_rank", "lexical_score", "vector_rank", "vector_score", "fused_rank",
