@@ -66,8 +66,8 @@ class NeutralizingWriter:
 def neutralized_output() -> Iterator[None]:
     """While active, everything written to ``sys.stdout`` and ``sys.stderr`` is neutralised."""
     saved = sys.stdout, sys.stderr
-    sys.stdout = NeutralizingWriter(saved[0])  # type: ignore[assignment]
-    sys.stderr = NeutralizingWriter(saved[1])  # type: ignore[assignment]
+    sys.stdout = NeutralizingWriter(saved[0])
+    sys.stderr = NeutralizingWriter(saved[1])
     try:
         yield
     finally:
