@@ -22,6 +22,10 @@ matcher. The rules, in the order they apply:
    ``house`` on the next line reads ``lighthouse``. Steps 5 and 6 repeat until the text
    stops changing, so that removing one mark cannot leave another one formed behind it.
 
+The identifier detectors (e-mail, phone, national ids, IBAN, cards) read the text as
+written and :func:`normalize_for_detectors` of it, which keeps letter case (they tell an
+IBAN's ``GB`` from ``gb``) but removes the same disguises.
+
 :func:`normalize_for_matching` is the fast form for whole paragraphs;
 :func:`mapped_for_matching` gives the same text with, for every character, the span of the
 original it came from (for masking or rewriting what was found). Both are pure and
@@ -37,7 +41,13 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["MappedText", "fold_literal", "mapped_for_matching", "normalize_for_matching"]
+__all__ = [
+    "MappedText",
+    "fold_literal",
+    "mapped_for_matching",
+    "normalize_for_detectors",
+    "normalize_for_matching",
+]
 
 # Unicode's Default_Ignorable_Code_Point set (DerivedCoreProperties.txt): characters that
 # render as nothing, so they can sit inside a word without a reader noticing.
@@ -143,6 +153,23 @@ def fold_literal(text: str) -> str:
     for pattern, replacement in _BEFORE_FOLD:
         text = pattern.sub(replacement, text)
     return _IGNORABLE.sub("", _fold(text))
+
+
+_DETECTOR_MARKUP = frozenset("&*`~<")
+
+
+def normalize_for_detectors(text: str) -> str:
+    """What the identifier detectors (e-mail, phone, national id, IBAN, card) read besides
+    the text as written: rules 1 to 3, NFKC without case folding (full-width digits and
+    ``＠`` become ASCII; detectors tell ``GB`` from ``gb``), and emphasis marks and HTML
+    tags removed, so that ``4111\u200b1111...`` or ``１２３-４５-６７８９`` is still seen."""
+    if text.isascii() and _DETECTOR_MARKUP.isdisjoint(text):
+        return text
+    text = _ENTITY.sub(_decoded, text)
+    for pattern, replacement in _BEFORE_FOLD[1:]:
+        text = pattern.sub(replacement, text)
+    text = _IGNORABLE.sub("", unicodedata.normalize("NFKC", text))
+    return _HTML_TAG.sub(_tag_replacement, _EMPHASIS_MARKS.sub("", text))
 
 
 @dataclass(frozen=True)

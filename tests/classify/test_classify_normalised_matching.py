@@ -110,3 +110,22 @@ def test_invisible_characters_width_or_case_never_lower_a_label(
         text: str, data: st.DataObject) -> None:
     disguised = _disguise(text, data)
     assert _SEVERITY[label_of(disguised)] >= _SEVERITY[label_of(text)], repr(disguised)
+
+
+DETECTING = SensitivityPolicy.from_settings(SensitivitySettings())
+
+
+@pytest.mark.parametrize(("text", "label"), [
+    ("SSN \uff11\uff12\uff13-\uff14\uff15-\uff16\uff17\uff18\uff19 on file", "PII_SENSITIVE"),
+    ("SSN 123-45-67\u200b89 on file", "PII_SENSITIVE"),
+    ("card 4111\u200b1111\u200b1111\u200b1111", "FINANCIAL"),
+    ("card 4111 1111 **1111** 1111", "FINANCIAL"),
+    ("write to alice\uff20example.com", "PII"),
+    ("write to alice&#64;example.com", "PII"),
+    ("IBAN GB82\u00adWEST 1234 5698 7654 32", "FINANCIAL"),
+])
+def test_identifier_detectors_see_through_width_invisible_characters_and_markup(
+        text: str, label: str) -> None:
+    doc = ExtractedDocument(text, (Paragraph(0, 0, len(text), "paragraph"),), "markdown")
+    (found,) = classify_paragraphs(doc, policy=DETECTING, declared=None, path="notes.md")
+    assert found.label == label, found.reasons

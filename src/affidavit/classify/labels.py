@@ -16,7 +16,7 @@ from affidavit.classify.detectors import DETECTORS
 from affidavit.classify.policy import SensitivityPolicy
 from affidavit.config import RESTRICTED
 from affidavit.errors import GovernanceError, InputRejected
-from affidavit.matching import fold_literal, normalize_for_matching
+from affidavit.matching import fold_literal, normalize_for_detectors, normalize_for_matching
 from affidavit.records import ExtractedDocument, ParagraphLabel
 
 # Reasons are listed in this order of kind, then alphabetically within a kind.
@@ -138,8 +138,10 @@ def _paragraph_signals(policy: SensitivityPolicy, text: str) -> list[_Signal]:
             _Signal(_KEYWORD, f"keyword:{label}:{keyword}", label)
             for keyword in keywords.found_in(text, normalized=normalized)
         )
+    # Detectors read the text as written and, where it differs, with disguises removed.
+    unmasked = normalize_for_detectors(text)
     for name, label in policy.detectors.items():
-        if DETECTORS[name](text):
+        if DETECTORS[name](text) or (unmasked != text and DETECTORS[name](unmasked)):
             signals.append(_Signal(_DETECTOR, f"detector:{name}", label))
     return signals
 
