@@ -161,13 +161,15 @@ class Ingestor:
         seen: list[str] = []
         try:
             for source in sources:
-                for document in source.list_documents():
-                    outcome = self.ingest_one(document, summary.run_id)
-                    summary.outcomes.append(outcome)
-                    seen.append(outcome.node_id or node_id_for(document.source_system,
-                                                               document.source_id))
-                    if progress is not None:
-                        progress(len(summary.outcomes), outcome)
+                # Versions share store transactions, each still all or nothing on its own.
+                with self.store.batched():
+                    for document in source.list_documents():
+                        outcome = self.ingest_one(document, summary.run_id)
+                        summary.outcomes.append(outcome)
+                        seen.append(outcome.node_id or node_id_for(document.source_system,
+                                                                   document.source_id))
+                        if progress is not None:
+                            progress(len(summary.outcomes), outcome)
             if listing is not None:
                 summary.withdrawn = self._withdraw_missing(listing, seen, summary.run_id)
             self._vectors_and_boundary(summary)

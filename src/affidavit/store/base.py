@@ -12,6 +12,7 @@ context, and it belongs to the head version of its node.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -185,6 +186,12 @@ class Store(Protocol):
     def heads(self, tenant: str) -> list[HeadInfo]: ...
 
     def commit_version(self, bundle: VersionBundle) -> CommitResult: ...
+
+    def batched(self) -> AbstractContextManager[None]:
+        """Within it, this thread's writes may share transactions (fewer, larger commits);
+        each document version stays all or nothing, and a crash loses whole versions only.
+        A backend that gains nothing from it takes it as a no-op."""
+        ...
 
     def version_metadata(self, tenant: str, version_id: str) -> str | None: ...
 

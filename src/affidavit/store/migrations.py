@@ -244,6 +244,42 @@ CREATE INDEX acl_by_token ON acl_tokens (tenant_id, token, version_id);
 -- (every column bound). Adding a column is not an UPDATE: the append-only triggers hold.
 ALTER TABLE ledger ADD COLUMN link_format INTEGER NOT NULL DEFAULT 1;
 """),
+    Migration(10, "compact_lexical_plane", """
+-- A posting repeated the tenant id, the term and a 32-hex chunk id (about 55 bytes for one
+-- term frequency): now a term has a per-tenant integer key, a chunk an integer key, and a
+-- posting is three integers, ordered by term (affidavit.store.sqlite_lexical).
+CREATE TABLE lexical_terms (
+    term_key  INTEGER PRIMARY KEY,
+    tenant_id TEXT NOT NULL,
+    term      TEXT NOT NULL
+);
+CREATE UNIQUE INDEX lexical_terms_by_term ON lexical_terms (tenant_id, term);
+ALTER TABLE chunks ADD COLUMN chunk_key INTEGER;
+UPDATE chunks SET chunk_key = rowid;
+CREATE UNIQUE INDEX chunks_by_key ON chunks (chunk_key);
+CREATE TABLE lexical_postings (
+    term_key  INTEGER NOT NULL,
+    chunk_key INTEGER NOT NULL,
+    tf        INTEGER NOT NULL,
+    PRIMARY KEY (term_key, chunk_key)
+) WITHOUT ROWID;
+INSERT INTO lexical_terms (tenant_id, term)
+    SELECT DISTINCT tenant_id, term FROM postings ORDER BY tenant_id, term;
+INSERT INTO lexical_postings (term_key, chunk_key, tf)
+    SELECT t.term_key, c.chunk_key, p.tf FROM postings p
+    JOIN lexical_terms t ON t.tenant_id = p.tenant_id AND t.term = p.term
+    JOIN chunks c ON c.tenant_id = p.tenant_id AND c.chunk_id = p.chunk_id
+    ORDER BY t.term_key, c.chunk_key;
+DROP TABLE postings;
+-- The old shape, for readers of whole postings (snapshots, checks).
+CREATE VIEW postings (tenant_id, term, chunk_id, tf) AS
+    SELECT t.tenant_id, t.term, c.chunk_id, p.tf FROM lexical_postings p
+    JOIN lexical_terms t ON t.term_key = p.term_key
+    JOIN chunks c ON c.chunk_key = p.chunk_key;
+-- The normalized text was a third copy of every document's text, never read back: it is
+-- derived from the blob (the authority) and the chunks hold what is served.
+ALTER TABLE versions DROP COLUMN normalized_text;
+"""),
     Migration(11, "api_keys", """
 -- Service API keys: a salted hash of each secret, never the secret. The tenant is part of
 -- the key's lookup, so a key only ever resolves inside its own tenant.

@@ -26,8 +26,20 @@ from affidavit.store.base import (
     VersionBundle,
 )
 from affidavit.store.migrations import SQLITE_MIGRATIONS
+from affidavit.store.sqlite_batch import (
+    BATCH_DOCUMENTS,
+    BATCH_SECONDS,
+    IngestBatch,
+    open_batch_connection,
+)
 from affidavit.store.sqlite_governance import GovernanceTables
 from affidavit.store.sqlite_keys import ApiKeyTables
+from affidavit.store.sqlite_lexical import (
+    delete_postings,
+    document_frequencies_sql,
+    lexical_search_sql,
+    write_postings,
+)
 from affidavit.store.sqlite_vectors import VectorTables, visibility_sql
 
 _CHUNK_COLUMNS = (
@@ -67,11 +79,14 @@ class SQLiteStore(GovernanceTables, VectorTables, ApiKeyTables):
         try:
             self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
+            # FULL: what this connection commits (a ledger record above all) is on disk
+            # before the call returns. Ingest batches have their own, NORMAL, connection.
+            self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA busy_timeout=10000")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
         self._lock = threading.RLock()
+        self._batches = threading.local()
         self._migrate()
 
     # ------------------------------------------------------------------ plumbing
@@ -80,7 +95,33 @@ class SQLiteStore(GovernanceTables, VectorTables, ApiKeyTables):
             self._conn.close()
 
     @contextmanager
+    def batched(self, *, max_documents: int = BATCH_DOCUMENTS,
+                max_seconds: float = BATCH_SECONDS) -> Iterator[None]:
+        """Write this thread's document versions in batch transactions, each version still
+        all or nothing (see :mod:`affidavit.store.sqlite_batch`)."""
+        if self.path == ":memory:" or self._batch() is not None:
+            yield  # a second connection to :memory: would be another database
+            return
+        batch = IngestBatch(open_batch_connection(self.path), max_documents=max_documents,
+                            max_seconds=max_seconds)
+        self._batches.current = batch
+        try:
+            yield
+        finally:
+            self._batches.current = None
+            batch.close()
+
+    def _batch(self) -> IngestBatch | None:
+        batch: IngestBatch | None = getattr(self._batches, "current", None)
+        return batch
+
+    @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        batch = self._batch()
+        if batch is not None:
+            with batch.unit() as conn:
+                yield conn
+            return
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
@@ -95,11 +136,14 @@ class SQLiteStore(GovernanceTables, VectorTables, ApiKeyTables):
                 self._conn.execute("COMMIT")
 
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
-        with self._lock:
-            try:
+        batch = self._batch()
+        try:
+            if batch is not None:  # this thread's own uncommitted documents are visible
+                return batch.read(sql, params)
+            with self._lock:
                 return list(self._conn.execute(sql, params).fetchall())
-            except sqlite3.Error as exc:
-                raise StoreError(f"query failed: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"query failed: {exc}") from exc
 
     def _migrate(self) -> None:
         with self._write() as conn:
@@ -182,24 +226,25 @@ class SQLiteStore(GovernanceTables, VectorTables, ApiKeyTables):
 
     def _write_version_rows(self, conn: sqlite3.Connection, b: VersionBundle) -> None:
         t = b.tenant
+        # The normalized text is not stored (migration 10): it is derived from the blob.
         conn.execute(
-            "INSERT INTO versions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO versions (tenant_id, version_id, node_id, raw_digest, fingerprint, "
+            "title, alias, metadata_json, declared_label, witness, run_id, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (t, b.version_id, b.node_id, b.blob.raw_digest, b.fingerprint, b.title, b.alias,
-             b.metadata_json, b.declared_label, b.normalized_text, b.witness, b.run_id,
-             b.created_at))
+             b.metadata_json, b.declared_label, b.witness, b.run_id, b.created_at))
         conn.executemany(
             "INSERT INTO paragraph_labels VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(t, b.version_id, pl.index, start, end, pl.label, json.dumps(list(pl.reasons)))
              for pl, start, end in b.paragraph_labels])
         conn.executemany(
-            "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+            "INSERT INTO chunks (tenant_id, chunk_id, version_id, node_id, ordinal, start_offset, "
+            "end_offset, text, label, heading_path_json, locator, witness, n_tokens, is_head) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
             [(t, c.chunk_id, c.version_id, c.node_id, c.ordinal, c.start, c.end, c.text, c.label,
               json.dumps(list(c.heading_path), ensure_ascii=False), c.locator, c.witness,
               b.chunk_lengths[c.chunk_id]) for c in b.chunks])
-        conn.executemany(
-            "INSERT INTO postings VALUES (?, ?, ?, ?)",
-            [(t, term, chunk_id, tf) for chunk_id, pairs in sorted(b.postings.items())
-             for term, tf in pairs])
+        write_postings(conn, t, [c.chunk_id for c in b.chunks], b.postings)
         conn.executemany("INSERT INTO acl_tokens VALUES (?, ?, ?)",
                          [(t, b.version_id, token) for token in sorted(set(b.acl_tokens))])
         conn.execute(
@@ -235,10 +280,7 @@ class SQLiteStore(GovernanceTables, VectorTables, ApiKeyTables):
         stats = conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(n_tokens), 0) FROM chunks WHERE tenant_id = ? "
             "AND version_id = ? AND is_head = 1", (tenant, version_id)).fetchone()
-        conn.execute(
-            "DELETE FROM postings WHERE tenant_id = ? AND chunk_id IN "
-            "(SELECT chunk_id FROM chunks WHERE tenant_id = ? AND version_id = ?)",
-            (tenant, tenant, version_id))
+        delete_postings(conn, tenant, version_id)
         conn.execute(
             "DELETE FROM vectors WHERE tenant_id = ? AND chunk_id IN "
             "(SELECT chunk_id FROM chunks WHERE tenant_id = ? AND version_id = ?)",
@@ -288,9 +330,7 @@ class SQLiteStore(GovernanceTables, VectorTables, ApiKeyTables):
         unique = sorted(set(terms))
         if not unique:
             return {}
-        rows = self._read(
-            f"SELECT term, COUNT(*) FROM postings WHERE tenant_id = ? AND term IN "
-            f"({_placeholders(len(unique))}) GROUP BY term", (tenant, *unique))
+        rows = self._read(document_frequencies_sql(len(unique)), (tenant, *unique))
         found = {str(r[0]): int(str(r[1])) for r in rows}
         return {term: found.get(term, 0) for term in unique}
 
@@ -300,17 +340,7 @@ class SQLiteStore(GovernanceTables, VectorTables, ApiKeyTables):
         if not terms or avg_length <= 0 or limit <= 0:
             return []
         visible, visible_params = visibility_sql(authz)
-        values = ",".join("(?, ?)" for _ in terms)
-        sql = (
-            f"WITH q(term, idf) AS (VALUES {values}) "
-            "SELECT p.chunk_id, SUM(q.idf * p.tf / (p.tf + ? * (1 - ? + ? * c.n_tokens / ?))) AS s "
-            # CROSS JOIN fixes the join order: postings of the query terms first, then
-            # their chunks; SQLite's planner would otherwise scan every chunk of the tenant.
-            "FROM q CROSS JOIN postings p ON p.tenant_id = ? AND p.term = q.term "
-            "CROSS JOIN chunks c ON c.tenant_id = p.tenant_id AND c.chunk_id = p.chunk_id "
-            f"WHERE c.tenant_id = ? AND {visible} "
-            "GROUP BY p.chunk_id ORDER BY s DESC, p.chunk_id ASC LIMIT ?"
-        )
+        sql = lexical_search_sql(len(terms), visible)
         params: list[object] = []
         for term in terms:
             params.extend((term, term_idf[term]))
