@@ -39,6 +39,15 @@ def test_search_returns_the_hits_of_the_cli(service: RunningService,
     assert all(hit["label"] == "INTERNAL" for hit in hits)
 
 
+def test_search_hits_show_ranks_and_fused_scores_never_tenant_wide_statistics(
+        service: RunningService, deployment: Deployment) -> None:
+    with service.client(deployment.keys["sam"]) as client:
+        hits = client.post("/v1/search", json={"query": "hotel bookings"}).json()["hits"]
+    assert [hit["rank"] for hit in hits] == list(range(1, len(hits) + 1))
+    raw = {"lexical_score", "lexical_rank", "vector_score", "vector_rank", "fused_score"}
+    assert all(not raw & set(hit) for hit in hits)
+
+
 def test_stream_sends_tokens_then_verification_then_one_envelope(
         service: RunningService, deployment: Deployment) -> None:
     with service.client(deployment.keys["sam"]) as client, client.stream(
