@@ -30,6 +30,7 @@ from affidavit.cli_commands import (
     cmd_sire,
     cmd_worker,
 )
+from affidavit.cli_identity import add_identity_commands
 from affidavit.cli_ledger import cmd_ledger_checkpoint, cmd_ledger_keygen, cmd_ledger_verify
 from affidavit.cli_service import add_service_commands
 from affidavit.errors import AffidavitError, AuthorizationError, InputRejected
@@ -123,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ledger(sub, common, reader, as_json)
     _add_authz(sub, common, as_json)
     _add_sire(sub, common, as_json)
+    add_identity_commands(sub, common, as_json)
     add_service_commands(sub, common, as_json)
 
     p = sub.add_parser("demo", parents=[as_json], help="run the bundled example end to end",

@@ -47,13 +47,19 @@ from affidavit.records import (
     stable_hash,
 )
 from affidavit.sources import Transport
-from affidavit.store.base import HeadInfo, QuarantineRecord, Store, VersionBundle
+from affidavit.store.base import (
+    IDENTITY_COLLISION,
+    HeadInfo,
+    QuarantineRecord,
+    Store,
+    VersionBundle,
+    identity_collision,
+)
 
 RESOLVER_VERSION = "1"
 NO_MODEL = "none"
 
 INGESTED, UNCHANGED, QUARANTINED = "ingested", "unchanged", "quarantined"
-IDENTITY_COLLISION = "IDENTITY_COLLISION"
 
 
 @dataclass
@@ -240,10 +246,12 @@ class Ingestor:
                                       "PROCESSING_FAILED", str(exc))
         if identity is not None:
             # The node the document declared stays listed (a failed edit never withdraws
-            # it), except when the claim itself was refused: the node is someone else's.
+            # it), except when the claim itself was refused: the node is another path's,
+            # listed only if that path is, and this document counts as its path alone.
             outcome.source_id = identity.source_id
-            if outcome.reason_code != IDENTITY_COLLISION:
-                outcome.node_id = identity.node_id
+            outcome.node_id = identity.node_id
+            if outcome.reason_code == IDENTITY_COLLISION:
+                outcome.node_id = node_id_for(document.source_system, document.alias)
         self.store.record_quarantine(self.tenant, QuarantineRecord(
             run_id, document.alias, outcome.source_id, outcome.reason_code or "",
             outcome.message or "", _now()))
@@ -263,6 +271,11 @@ class Ingestor:
         extracted, metadata = identity.extracted, identity.metadata
         source_id, node_id = identity.source_id, identity.node_id
         outcome = DocumentOutcome(document.alias, source_id, INGESTED, node_id=node_id)
+        owner = self.store.identity_owner(self.tenant, node_id)
+        if owner is not None and owner != document.alias:
+            # Another path holds this source id: never taken over silently. The store
+            # refuses it again, atomically, at commit; an operator resolves it.
+            raise identity_collision(source_id, document.alias, owner)
         acl = self._acl_for(metadata, outcome)
         raw_digest = sha256_hex(document.content)
         witness = witness_for(raw_digest, policy_epoch=self.epoch, schema_version=SCHEMA_VERSION,

@@ -58,7 +58,7 @@ from affidavit.retrieval import (
 from affidavit.retrieval.compliance import EvidenceSubject, score_query
 from affidavit.retrieval.scope import check_scope
 from affidavit.store import SQLiteStore
-from affidavit.store.base import Store
+from affidavit.store.base import TAKE_OVER, Store
 
 
 @dataclass(frozen=True)
@@ -340,9 +340,15 @@ class Engine:
             ids = self.store.source_chunk_ids(self.tenant, source_id)
             return bool(ids) and len(self.store.get_chunks(authz, ids)) == len(ids)
 
+        # A vetted answer does not follow a source id another document took over.
+        taken_over: dict[str, str] = {}
+        for resolution in self.store.list_identity_resolutions(self.tenant):
+            if resolution.decision == TAKE_OVER:
+                taken_over[resolution.source_id] = resolution.resolved_at
         return self.faq.match(question, can_read_source=can_read_source,
                               granted_labels=authz.granted_labels,
-                              out_of_scope_entities=self.settings.scope.out_of_scope_entities)
+                              out_of_scope_entities=self.settings.scope.out_of_scope_entities,
+                              taken_over_at=taken_over.get)
 
     def _faq_answer(self, trace: _Trace, match: FaqMatch) -> AskResult:
         trace.record["faq"] = {"entry": match.entry.to_dict(), "kind": match.kind,

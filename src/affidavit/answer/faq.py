@@ -8,11 +8,16 @@ It sits in front of claim verification, so it is deliberately conservative:
   differ by no negation word;
 * never for a question (or an entry) that names an out-of-scope entity;
 * never when the caller cannot read every source of the entry, or lacks a grant for any of
-  its labels: a permission-dependent answer is only served to those who may see all of it.
+  its labels: a permission-dependent answer is only served to those who may see all of it;
+* never when a source's identity was taken over by another document (an operator's
+  ``affidavit identity resolve --take-over``) after the entry was vetted: the answer was
+  vetted against the document that held the id before. An entry's optional ``vetted_at``
+  (an ISO 8601 date or date-time, UTC when no offset is given) says when it was vetted;
+  an entry without one counts as vetted before any take-over.
 
 Entries live in a TOML file (``[[entries]]`` tables) or a YAML file (``entries:`` list),
 each with ``question``, ``answer``, ``sources`` (source ids, at least one) and optional
-``labels``. Loading is the only I/O; matching is pure.
+``labels`` and ``vetted_at``. Loading is the only I/O; matching is pure.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import tomllib
 import unicodedata
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +53,15 @@ class FaqEntry:
     answer: str
     sources: tuple[str, ...]
     labels: tuple[str, ...] = ()
+    vetted_at: str | None = None  # UTC ISO 8601
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the ledger."""
-        return {"question": self.question, "answer": self.answer,
-                "sources": list(self.sources), "labels": list(self.labels)}
+        data: dict[str, Any] = {"question": self.question, "answer": self.answer,
+                                "sources": list(self.sources), "labels": list(self.labels)}
+        if self.vetted_at is not None:
+            data["vetted_at"] = self.vetted_at
+        return data
 
 
 @dataclass(frozen=True)
@@ -99,8 +109,12 @@ class FaqCache:
         can_read_source: Callable[[str], bool],
         granted_labels: Collection[str] = (),
         out_of_scope_entities: Mapping[str, Sequence[str]] | None = None,
+        taken_over_at: Callable[[str], str | None] = lambda source: None,
     ) -> FaqMatch | None:
-        """The entry that answers ``question`` for this caller, or ``None``."""
+        """The entry that answers ``question`` for this caller, or ``None``.
+
+        ``taken_over_at`` gives, for a source id, when its identity was last taken over by
+        another document (UTC ISO 8601), or None."""
         entities = out_of_scope_entities or {}
         if check_scope(question, entities).refused:
             return None
@@ -112,7 +126,8 @@ class FaqCache:
              and (score := near_exact(question, entry.question)) is not None),
             key=lambda found: (-found[2], normalize_question(found[0].question))))
         for entry, kind, score in candidates:
-            if _servable(entry, can_read_source, granted_labels, entities):
+            if (_servable(entry, can_read_source, granted_labels, entities)
+                    and not _vetted_before_take_over(entry, taken_over_at)):
                 return FaqMatch(entry, kind, round(score, 6))
         return None
 
@@ -128,6 +143,27 @@ def near_exact(question: str, vetted: str) -> float | None:
         return None
     score = len(mine & theirs) / len(mine | theirs)
     return score if score >= NEAR_EXACT_JACCARD else None
+
+
+def _vetted_before_take_over(entry: FaqEntry,
+                             taken_over_at: Callable[[str], str | None]) -> bool:
+    for source in entry.sources:
+        taken = taken_over_at(source)
+        if taken is not None and (entry.vetted_at is None
+                                  or _instant(entry.vetted_at) <= _instant(taken)):
+            return True
+    return False
+
+
+def _instant(value: object) -> datetime:
+    """A date, date-time or ISO 8601 text as an aware UTC date-time."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day)
+    if not isinstance(value, datetime):
+        raise ValueError(f"not a date or date-time: {value!r}")
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
 
 
 def _tokens(text: str) -> frozenset[str]:
@@ -176,7 +212,14 @@ def _entry(item: Any, position: int) -> FaqEntry:
         raise InputRejected("FAQ_ENTRY_WITHOUT_SOURCES",
                             f"entry {position} names no source; vetted answers cite theirs")
     labels = _strings(item.get("labels", []), position, "labels")
-    return FaqEntry(question.strip(), answer.strip(), sources, labels)
+    vetted_at = item.get("vetted_at")
+    if vetted_at is not None:
+        try:
+            vetted_at = _instant(vetted_at).isoformat()
+        except ValueError as exc:
+            raise InputRejected("FAQ_MALFORMED", f"entry {position}: vetted_at must be an "
+                                "ISO 8601 date or date-time") from exc
+    return FaqEntry(question.strip(), answer.strip(), sources, labels, vetted_at)
 
 
 def _strings(value: Any, position: int, key: str) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
+from affidavit.errors import InputRejected
 from affidavit.records import AuthzContext, Chunk, ParagraphLabel, RawBlob, SireTuple
 
 
@@ -132,6 +133,38 @@ class RunRecord:
     finished_at: str | None
     summary_json: str
     params_json: str = "{}"
+
+
+IDENTITY_COLLISION = "IDENTITY_COLLISION"
+TAKE_OVER, KEEP = "take-over", "keep"
+
+
+@dataclass(frozen=True)
+class IdentityResolution:
+    """An operator's recorded decision on an identity collision.
+
+    ``claimant`` is the source path that claimed the node's source id, ``owner`` the path
+    that held it when the decision was made. ``decision`` is :data:`TAKE_OVER` (the claimant
+    becomes the owner; its next ingest supersedes the node) or :data:`KEEP`.
+    """
+
+    node_id: str
+    source_id: str
+    claimant: str
+    owner: str
+    decision: str
+    resolved_by: str
+    resolved_at: str
+    note: str = ""
+
+
+def identity_collision(source_id: str, claimant: str, owner: str) -> InputRejected:
+    """The refusal of a document that claims a node another source path owns."""
+    return InputRejected(
+        IDENTITY_COLLISION,
+        f"{claimant} claims source_id {source_id!r}, which {owner} holds; the existing "
+        f"document keeps it until an operator runs 'affidavit identity resolve {claimant} "
+        "--take-over|--keep --by NAME'")
 
 
 @dataclass(frozen=True)
@@ -259,6 +292,23 @@ class Store(Protocol):
     def head_vectors(self, tenant: str, model_id: str) -> tuple[list[str], list[bytes]]:
         """All head chunk ids with a vector for ``model_id`` and their float32 bytes."""
         ...
+
+    # ---- identity (who owns a node's source id) --------------------------------------
+    def identity_owner(self, tenant: str, node_id: str) -> str | None:
+        """The source path that owns the node's identity; None when none claimed it yet.
+
+        The first committed version of a node claims it for its path; ``commit_version``
+        refuses, with :func:`identity_collision`, a version from any other path.
+        """
+        ...
+
+    def resolve_identity(self, tenant: str, resolution: IdentityResolution) -> None:
+        """Record an operator's decision (append-only); a take-over hands the node to the
+        claimant. Refused with InputRejected when the owner is no longer
+        ``resolution.owner``, so a decision never applies to a state it was not made on."""
+        ...
+
+    def list_identity_resolutions(self, tenant: str) -> list[IdentityResolution]: ...
 
     # ---- authorization data --------------------------------------------------------
     def add_tuple(self, tenant: str, rel: RelationTuple, *, at: str) -> bool: ...

@@ -244,6 +244,36 @@ CREATE INDEX acl_by_token ON acl_tokens (tenant_id, token, version_id);
 -- (every column bound). Adding a column is not an UPDATE: the append-only triggers hold.
 ALTER TABLE ledger ADD COLUMN link_format INTEGER NOT NULL DEFAULT 1;
 """),
+    Migration(7, "identity_claims", """
+-- Which source path owns each node's identity. Another path claiming the same source id is
+-- an identity collision: refused (quarantined) until an operator resolves it. A node with
+-- no row here (ingested before) is owned by the path of its newest version.
+CREATE TABLE identity_claims (
+    tenant_id  TEXT NOT NULL,
+    node_id    TEXT NOT NULL,
+    alias      TEXT NOT NULL,
+    claimed_at TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, node_id)
+);
+-- Operators' recorded resolutions, append-only.
+CREATE TABLE identity_resolutions (
+    tenant_id   TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    node_id     TEXT NOT NULL,
+    source_id   TEXT NOT NULL,
+    claimant    TEXT NOT NULL,
+    owner       TEXT NOT NULL,
+    decision    TEXT NOT NULL,
+    resolved_by TEXT NOT NULL,
+    resolved_at TEXT NOT NULL,
+    note        TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, seq)
+);
+CREATE TRIGGER identity_resolutions_no_update BEFORE UPDATE ON identity_resolutions
+BEGIN SELECT RAISE(ABORT, 'identity resolutions are append-only'); END;
+CREATE TRIGGER identity_resolutions_no_delete BEFORE DELETE ON identity_resolutions
+BEGIN SELECT RAISE(ABORT, 'identity resolutions are append-only'); END;
+"""),
     Migration(10, "compact_lexical_plane", """
 -- A posting repeated the tenant id, the term and a 32-hex chunk id (about 55 bytes for one
 -- term frequency): now a term has a per-tenant integer key, a chunk an integer key, and a

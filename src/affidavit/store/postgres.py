@@ -45,6 +45,7 @@ from affidavit.store.postgres_base import (
     visible_to,
 )
 from affidavit.store.postgres_governance import GovernanceTables
+from affidavit.store.postgres_identity import IdentityTables, claim_identity
 from affidavit.store.postgres_keys import ApiKeyTables
 from affidavit.store.postgres_setup import (
     DEFAULT_APP_ROLE,
@@ -77,7 +78,7 @@ def _row_chunk(row: Row) -> Chunk:
     )
 
 
-class PostgresStore(GovernanceTables, VectorTables, ApiKeyTables):
+class PostgresStore(GovernanceTables, VectorTables, ApiKeyTables, IdentityTables):
     """The :class:`~affidavit.store.base.Store` on PostgreSQL with pgvector.
 
     ``dsn`` is normally the schema owner's (see :mod:`affidavit.store.postgres_setup` for
@@ -167,6 +168,8 @@ class PostgresStore(GovernanceTables, VectorTables, ApiKeyTables):
             if conn.execute("SELECT 1 FROM versions WHERE tenant_id = %s AND version_id = %s",
                             (t, bundle.version_id)).fetchone():
                 raise StoreError(f"version {bundle.version_id} is already stored")
+            claim_identity(conn, t, bundle.node_id, bundle.blob.source_id, bundle.alias,
+                           bundle.created_at)
             _write_blob_and_node(conn, bundle)
             _write_version_rows(conn, bundle)
             previous = _move_head(conn, t, bundle.node_id, bundle.version_id,

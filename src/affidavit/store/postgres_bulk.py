@@ -26,6 +26,7 @@ _COPIES = {
     "blobs": "tenant_id, raw_digest, content, size, source_system, source_id, source_rev, "
              "fetched_at",
     "nodes": "tenant_id, node_id, source_system, source_id, created_at",
+    "identity_claims": "tenant_id, node_id, alias, claimed_at",
     "aliases": "tenant_id, node_id, alias_type, alias_value, epoch, created_at",
     "versions": "tenant_id, version_id, node_id, raw_digest, fingerprint, title, alias, "
                 "metadata_json, declared_label, normalized_text, witness, run_id, created_at",
@@ -114,6 +115,7 @@ def _rows_by_table(bundles: Sequence[VersionBundle], first_seq: int,
                                   blob.source_system, blob.source_id, blob.source_rev,
                                   blob.fetched_at))
         rows["nodes"].append((t, b.node_id, blob.source_system, blob.source_id, b.created_at))
+        rows["identity_claims"].append((t, b.node_id, b.alias, b.created_at))
         rows["aliases"] += [(t, b.node_id, "path", b.alias, 0, b.created_at),
                             (t, b.node_id, "title", b.title, 0, b.created_at)]
         rows["versions"].append((t, b.version_id, b.node_id, blob.raw_digest, b.fingerprint,

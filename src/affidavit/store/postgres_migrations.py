@@ -319,11 +319,39 @@ CREATE TABLE api_keys (
 );
 """
 
+_IDENTITY_CLAIMS = f"""
+-- Which source path owns each node's identity. Another path claiming the same source id is
+-- an identity collision: refused (quarantined) until an operator resolves it. A node with
+-- no row here (ingested before) is owned by the path of its newest version.
+CREATE TABLE identity_claims (
+    tenant_id  {_T} NOT NULL,
+    node_id    {_T} NOT NULL,
+    alias      {_T} NOT NULL,
+    claimed_at {_T} NOT NULL,
+    PRIMARY KEY (tenant_id, node_id)
+);
+-- Operators' recorded resolutions: insert-only for the application role.
+CREATE TABLE identity_resolutions (
+    tenant_id   {_T} NOT NULL,
+    seq         BIGINT NOT NULL,
+    node_id     {_T} NOT NULL,
+    source_id   {_T} NOT NULL,
+    claimant    {_T} NOT NULL,
+    owner       {_T} NOT NULL,
+    decision    {_T} NOT NULL,
+    resolved_by {_T} NOT NULL,
+    resolved_at {_T} NOT NULL,
+    note        {_T} NOT NULL,
+    PRIMARY KEY (tenant_id, seq)
+);
+"""
+
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial_schema", _INITIAL_SCHEMA),
     Migration(2, "ingest_queue", _INGEST_QUEUE),
     Migration(3, "covering_keys", _COVERING_KEYS),
     Migration(4, "ledger_link_format", _LEDGER_LINK_FORMAT),
+    Migration(5, "identity_claims", _IDENTITY_CLAIMS),
     Migration(9, "api_keys", _API_KEYS),
 )
 
@@ -331,11 +359,12 @@ TENANT_TABLES: tuple[str, ...] = (
     "tenants", "blobs", "nodes", "aliases", "versions", "head_map", "head_history",
     "paragraph_labels", "chunks", "postings", "lexical_stats", "acl_tokens", "relation_tuples",
     "label_grants", "sire", "ledger", "runs", "quarantine", "source_listings", "vectors",
-    "vector_models", "ingest_queue", "api_keys",
+    "vector_models", "ingest_queue", "api_keys", "identity_claims",
+    "identity_resolutions",
 )
 """Every table that holds tenant rows: each one is under the tenant_isolation policy."""
 
-INSERT_ONLY_TABLES = frozenset({"ledger", "head_history"})
+INSERT_ONLY_TABLES = frozenset({"ledger", "head_history", "identity_resolutions"})
 """Tables the application role may read and append to, never change."""
 
 

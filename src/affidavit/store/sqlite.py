@@ -33,6 +33,7 @@ from affidavit.store.sqlite_batch import (
     open_batch_connection,
 )
 from affidavit.store.sqlite_governance import GovernanceTables
+from affidavit.store.sqlite_identity import IdentityTables, claim_identity
 from affidavit.store.sqlite_keys import ApiKeyTables
 from affidavit.store.sqlite_lexical import (
     delete_postings,
@@ -64,7 +65,7 @@ def _row_chunk(row: Sequence[object]) -> Chunk:
     )
 
 
-class SQLiteStore(GovernanceTables, VectorTables, ApiKeyTables):
+class SQLiteStore(GovernanceTables, VectorTables, ApiKeyTables, IdentityTables):
     """The :class:`~affidavit.store.base.Store` on one SQLite file."""
 
     backend = "sqlite"
@@ -204,6 +205,8 @@ class SQLiteStore(GovernanceTables, VectorTables, ApiKeyTables):
             if conn.execute("SELECT 1 FROM versions WHERE tenant_id = ? AND version_id = ?",
                             (t, bundle.version_id)).fetchone():
                 raise StoreError(f"version {bundle.version_id} is already stored")
+            claim_identity(conn, t, bundle.node_id, bundle.blob.source_id, bundle.alias,
+                           bundle.created_at)
             self._write_blob_and_node(conn, bundle)
             self._write_version_rows(conn, bundle)
             previous = self._move_head(conn, t, bundle.node_id, bundle.version_id,
