@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from affidavit.errors import StoreError
 
 BATCH_DOCUMENTS = 200
-BATCH_SECONDS = 1.0
+BATCH_SECONDS = 0.5
 # Pages of write-ahead log between automatic checkpoints on the batch connection (the
 # default is 1000, 4 MB): a page rewritten by many batches is copied back once per 40 MB.
 BATCH_WAL_PAGES = 10_000
