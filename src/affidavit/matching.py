@@ -13,7 +13,9 @@ matcher. The rules, in the order they apply:
    variation selectors, Hangul fillers, tag characters) are removed.
 4. NFKC case folding: NFKC, ``str.casefold``, NFKC again (full-width letters become ASCII,
    ``ﬂ`` becomes ``fl``, ``ß`` becomes ``ss``); ``æ`` and ``œ``, which NFKC keeps, are
-   expanded to ``ae`` and ``oe`` as well.
+   expanded to ``ae`` and ``oe`` as well. Before case folding, in a word that mixes ASCII
+   letters with Cyrillic, Greek or IPA letters drawn like Latin ones (``Lighthоuse`` with a
+   Cyrillic ``о``), those letters are read as the Latin ones they imitate.
 5. Inline markup is stripped: HTML tags (a block tag such as ``<br>`` or ``<p>`` leaves a
    space, an inline one such as ``<b>`` leaves nothing), and the Markdown emphasis and code
    marks ``*``, ``~`` and backticks; ``_`` too, except between two letters or digits, where
@@ -62,6 +64,22 @@ _SOFT_HYPHEN_AT_LINE_END = re.compile(
     f"\u00ad[ \t{_IGNORABLE_CLASS}]*{_LINE_BREAK}[ \t{_IGNORABLE_CLASS}]*")
 _IGNORABLE = re.compile(f"[{_IGNORABLE_CLASS}]+")
 _LIGATURES = {"æ": "ae", "œ": "oe"}
+# Cyrillic, Greek and IPA letters drawn like a Latin letter (Unicode's confusables, the
+# unambiguous ones). Only a word that also holds an ASCII letter is rewritten: such a word
+# is a spoof ("Lighthоuse" with a Cyrillic o); a word wholly in another script is left alone.
+_LOOKALIKE_FROM = (
+    "АВЕКМНОРСТХЅІЈҮаеорсухѕіјһԁԛԝӏү"     # Cyrillic
+    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοαικνρυχ"              # Greek
+    "ɑɡıȷ"                                # Latin letters of other alphabets (IPA, Turkish)
+)
+_LOOKALIKE_TO = (
+    "ABEKMHOPCTXSIJYaeopcyxsijhdqwly"
+    "ABEZHIKMNOPTYXoaiknpux"
+    "agij"
+)
+_LOOKALIKE_TABLE = str.maketrans(_LOOKALIKE_FROM, _LOOKALIKE_TO)
+_LOOKALIKE = re.compile(f"[{_LOOKALIKE_FROM}]")
+_WORD = re.compile(r"[^\W_]+")
 _HTML_TAG = re.compile(r"</?([a-z][a-z0-9]{0,15})(?:[\s/][^<>]{0,256})?>")
 _BLOCK_TAGS = frozenset({
     "address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption",
@@ -104,12 +122,31 @@ def _nothing(_: re.Match[str]) -> str:
     return ""
 
 
-def _fold(text: str) -> str:
-    """Step 4 for one piece of text (whole paragraph or one grapheme-like cluster)."""
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+def _nfkc(text: str) -> str:
+    return unicodedata.normalize("NFKC", text)
+
+
+def _casefold(text: str) -> str:
+    """Step 4 after NFKC, for one piece of text (a paragraph or one cluster)."""
+    folded = unicodedata.normalize("NFKC", text.casefold())
     if "æ" in folded or "œ" in folded:
         folded = "".join(_LIGATURES.get(ch, ch) for ch in folded)
     return folded
+
+
+def _latinised(match: re.Match[str]) -> str:
+    word = match.group()
+    if any("a" <= char <= "z" or "A" <= char <= "Z" for char in word):
+        return word.translate(_LOOKALIKE_TABLE)
+    return word
+
+
+def _fold(text: str) -> str:
+    """Step 4 (NFKC, look-alike letters in mixed-script words, case folding)."""
+    text = _nfkc(text)
+    if _LOOKALIKE.search(text):
+        text = _WORD.sub(_latinised, text)
+    return _casefold(text)
 
 
 _Step = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
@@ -205,8 +242,12 @@ class _Builder:
             ends.extend(self.ends[done:first])
             new = replacement(match)
             chars.extend(new)
-            starts.extend([self.starts[first]] * len(new))
-            ends.extend([self.ends[stop - 1]] * len(new))
+            if len(new) == stop - first:  # one for one: each keeps its own origin
+                starts.extend(self.starts[first:stop])
+                ends.extend(self.ends[first:stop])
+            else:
+                starts.extend([self.starts[first]] * len(new))
+                ends.extend([self.ends[stop - 1]] * len(new))
             done = stop
         chars.extend(self.chars[done:])
         starts.extend(self.starts[done:])
@@ -214,7 +255,13 @@ class _Builder:
         self.chars, self.starts, self.ends = chars, starts, ends
 
     def fold(self) -> None:
-        """Step 4 cluster by cluster: a character and the marks that compose with it."""
+        """Step 4 as :func:`_fold` does it, cluster by cluster where NFKC applies."""
+        self.map_clusters(_nfkc)
+        self.substitute(_WORD, _latinised)
+        self.map_clusters(_casefold)
+
+    def map_clusters(self, fold: Callable[[str], str]) -> None:
+        """``fold`` applied to each cluster: a character and the marks that compose with it."""
         chars: list[str] = []
         starts: list[int] = []
         ends: list[int] = []
@@ -223,7 +270,7 @@ class _Builder:
             stop = position + 1
             while stop < len(self.chars) and _continues_cluster(self.chars[stop]):
                 stop += 1
-            folded = _fold("".join(self.chars[position:stop]))
+            folded = fold("".join(self.chars[position:stop]))
             chars.extend(folded)
             starts.extend([self.starts[position]] * len(folded))
             ends.extend([self.ends[stop - 1]] * len(folded))

@@ -60,6 +60,7 @@ DISGUISED_FABRICATED = [
     "Rates rose [src:<b>deadbeef</b>].",         # HTML inside the tag
     "Rates rose [\u00adsrc\u00ad:\u00addeadbeef].",
     "Rates rose [ＳＲＣ:ＤＥＡＤＢＥＥＦ].",
+    "Rates rose [\u0455rc:deadbeef].",          # a Cyrillic dze for the "s"
 ]
 
 

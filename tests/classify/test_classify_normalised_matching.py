@@ -43,6 +43,9 @@ def label_of(text: str, path: str = "docs/report.md") -> str:
     "Status of PROJECT   LIGHTHOUSE this week",
     "Status of Project&nbsp;Light&shy;house this week",          # character references
     "Stack ov\ufb02ow? No: buffer Over\ufb02ow.",                 # the "fl" ligature
+    "Status of Project Lighth\u043euse this week",                # a Cyrillic o
+    "Status of \u0420r\u043ej\u0435\u0441t Lighthouse this week",   # Cyrillic P, o, e, c
+    "Status of PROJECT LIGHTH\u039fUSE this week",                # a Greek capital omicron
 ])
 def test_a_disguised_restricted_keyword_still_labels_its_paragraph_restricted(text: str) -> None:
     assert label_of(text) == "RESTRICTED"
@@ -58,6 +61,7 @@ def test_a_disguised_label_keyword_gets_its_label(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", [
+    "\u041f\u0440\u043e\u0435\u043a\u0442 \u0441\u043e\u0440",   # Russian words stay Russian
     "The lighthouse project is a PUBLIC landmark",   # words present, phrase absent
     "Project Lighthouses",                           # a keyword end still needs a boundary
     "snake_case_overflow_counter",                   # "_" between letters is part of a name

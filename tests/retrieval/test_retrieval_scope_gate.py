@@ -115,6 +115,8 @@ def test_words_that_merely_contain_an_alias_pass(question: str) -> None:
     "Ｎｏｒｔｈｗｉｎｄ rates",   # full-width letters: the tokenizer folds them to ASCII
     "North\u00adwind rates",      # a soft hyphen inside the name
     "N\u200borthwind rates",      # a zero-width space inside the name
+    "\u039dorthwind rates",       # a Greek capital Nu
+    "Northw\u0456nd rates",       # a Cyrillic i
 ])
 def test_unicode_disguises_do_not_get_past_the_gate(question: str) -> None:
     verdict = check_scope(question, ENTITIES)
