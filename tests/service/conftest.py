@@ -101,6 +101,10 @@ class Deployment:
 def build_deployment(root: Path, extra_settings: str = "") -> Deployment:
     (root / "affidavit.toml").write_text(SETTINGS + extra_settings, encoding="utf-8")
     write_corpus(root / "corpus")
+    # A figure the model can contradict (a BLOCKED answer needs a contradicted claim).
+    (root / "corpus" / "travel-policy.md").write_text(
+        "---\nclassification: INTERNAL\nacl: [\"group:staff#member\"]\n---\n# travel policy"
+        "\n\nThe nightly hotel limit is 180 euros for every review trip.\n", encoding="utf-8")
     settings = config.load(root / "affidavit.toml", environ={})
     db = root / "service.db"
     settings = settings.replace(store=settings.store.__class__(db=str(db)))

@@ -50,10 +50,13 @@ class ModelServer:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                if body.get("stream"):
-                    self._stream()
-                else:
-                    self._json("".join(script.deltas))
+                try:
+                    if body.get("stream"):
+                        self._stream()
+                    else:
+                        self._json("".join(script.deltas))
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (the hang cases)
 
             def _json(self, content: str) -> None:
                 payload = json.dumps({"id": "c1", "model": "scripted", "choices": [
@@ -69,15 +72,12 @@ class ModelServer:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                try:
-                    for delta in script.deltas:
-                        time.sleep(script.delay)
-                        chunk = {"choices": [{"index": 0, "delta": {"content": delta}}]}
-                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                        self.wfile.flush()
-                    self.wfile.write(b"data: [DONE]\n\n")
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                for delta in script.deltas:
+                    time.sleep(script.delay)
+                    chunk = {"choices": [{"index": 0, "delta": {"content": delta}}]}
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
                 self.close_connection = True
 
             def log_message(self, *args: object) -> None:

@@ -7,6 +7,7 @@ in the memory of one process (each worker counts its own).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -41,29 +42,29 @@ class BodySizeLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self.refuse(too_large)(scope, receive, send)
             return
-        seen = 0
+        seen, exceeded, started = 0, False, False
 
         async def counted() -> Message:
-            nonlocal seen
+            nonlocal seen, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
+                    exceeded = True
                     raise BodyTooLarge
             return message
 
-        started = False
-
         async def watched_send(message: Message) -> None:
             nonlocal started
+            if exceeded:
+                return  # whatever the app makes of a cut-off body is replaced below
             started = started or message["type"] == "http.response.start"
             await send(message)
 
-        try:
+        with contextlib.suppress(BodyTooLarge):
             await self.app(scope, counted, watched_send)
-        except BodyTooLarge:
-            if not started:
-                await self.refuse(too_large)(scope, receive, send)
+        if exceeded and not started:
+            await self.refuse(too_large)(scope, receive, send)
 
 
 class RateLimiter:
