@@ -15,6 +15,7 @@ from psycopg import sql
 from affidavit.errors import ConfigurationError
 from affidavit.records import DocumentMetadata, SourceDocument
 from affidavit.store import QuarantineRecord, RelationTuple
+from affidavit.store.base import KEEP, IdentityResolution
 from affidavit.store.postgres import PostgresStore
 from affidavit.store.postgres_migrations import TENANT_SETTING, TENANT_TABLES
 from affidavit.store.postgres_queue import enqueue_documents
@@ -43,6 +44,9 @@ def populate(store: PostgresStore, tenant: str) -> None:
                                     for i, c in enumerate(bundle.chunks)})
     document = SourceDocument("files", "doc", "rev", b"# hello", "doc.md", DocumentMetadata())
     enqueue_documents(store, tenant, f"queued-{tenant}", [document], params_json="{}")
+    store.resolve_identity(tenant, IdentityResolution(
+        bundle.node_id, "n1", "copy.md", str(store.identity_owner(tenant, bundle.node_id)),
+        KEEP, "ops", NOW))
 
 
 @pytest.fixture(scope="module")
