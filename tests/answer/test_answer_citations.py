@@ -100,3 +100,12 @@ def test_after_stripping_no_tag_survives_even_as_read_through_disguises(text: st
     cleaned, _ = strip_fabricated(text, VALID)
     readable = canonical_tags(cleaned)
     assert all(src_id(m) in VALID for m in LOOSE_SRC_PATTERN.finditer(readable))
+
+
+def test_a_disguised_tag_in_a_stability_draw_is_not_read_as_a_stated_fact() -> None:
+    from affidavit.answer.stability import reappears
+
+    (claim,) = extract_claims("The filing number is 20240115.")
+    assert reappears(claim, "The filing number is 20240115.")
+    assert not reappears(claim, "The filing number is unknown [src:20240115].")
+    assert not reappears(claim, "The filing number is unknown \uff3bsrc\uff1a20240115\uff3d.")

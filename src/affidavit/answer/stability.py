@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from affidavit.answer.atoms import extract_atoms
-from affidavit.answer.citations import LOOSE_SRC_PATTERN
+from affidavit.answer.citations import LOOSE_SRC_PATTERN, canonical_tags
 from affidavit.answer.claims import Claim
 from affidavit.answer.layers import L3_STABILITY, LayerInput
 from affidavit.answer.providers import LLMProvider, ProviderRequest, strip_think_blocks
@@ -44,7 +44,8 @@ def collect_draws(provider: LLMProvider, request: ProviderRequest, draws: int,
 
 def reappears(claim: Claim, draw: str) -> bool:
     """Whether ``claim`` is restated in ``draw`` (a raw response)."""
-    text = LOOSE_SRC_PATTERN.sub(" ", strip_think_blocks(draw))
+    # Tags disguised in a draw are tags too, not facts it states.
+    text = LOOSE_SRC_PATTERN.sub(" ", canonical_tags(strip_think_blocks(draw)))
     atoms = extract_atoms(text)
     if not all(any(same_fact(mine, theirs) for theirs in atoms) for mine in claim.atoms):
         return False
