@@ -194,3 +194,14 @@ def test_ledger_views_never_show_a_sire_term_the_reader_may_not_see(
         payloads = " ".join(str(r[0]) for r in conn.execute("SELECT payload FROM ledger"))
     for secret in (SECRET_WORD, SECRET_ACRONYM.casefold(), "marrow heron", "nightjar"):
         assert secret not in payloads.casefold()
+
+
+def test_sire_list_as_a_reader_never_shows_a_restricted_title_or_its_subject(
+        cli: Run, tmp_path: Path) -> None:
+    (tmp_path / "corpus" / "plan.md").write_text(
+        "# Project Nightjar plan\n\nThe harbour tariff applies to every vessel.\n",
+        encoding="utf-8")
+    assert cli("ingest", "corpus", "--json")[0] in (0, 3)
+    code, out, _ = cli("sire", "list", "--json", "--as", "user:reader")
+    assert code == 0
+    assert "nightjar" not in out.casefold()

@@ -110,7 +110,8 @@ def sire_records_for(store: Store, authz: AuthzContext,
 
     A record shows only when the reader may read at least one head chunk of its document
     (its tuple is derived from that document), and then only with the terms whose labels
-    the reader is granted.
+    the reader is granted, and with the title and path as that chunk shows them to the
+    reader; the Subject, drawn from the title, is withheld wherever the title is.
     """
     shown: list[SireRecord] = []
     for record in records:
@@ -118,6 +119,11 @@ def sire_records_for(store: Store, authz: AuthzContext,
         source_id = str(metadata.get("source_id") or "")
         ids = store.source_chunk_ids(authz.tenant, source_id) if source_id else []
         readable = [c for c in store.get_chunks(authz, ids) if c.chunk.node_id == record.node_id]
-        if readable:
-            shown.append(replace(record, sire=sire_shown_to(record.sire, authz.granted_labels)))
+        if not readable:
+            continue
+        sire = sire_shown_to(record.sire, authz.granted_labels)
+        if readable[0].title != record.title:
+            sire = replace(sire, subject=SUBJECT_WITHHELD)
+        shown.append(replace(record, sire=sire, title=readable[0].title,
+                             alias=readable[0].alias))
     return shown
