@@ -117,3 +117,40 @@ def test_a_group_claim_cannot_inject_a_tuple(oidc_service: RunningService) -> No
         "sales#member@user:oscar", "finance#member", "x@group:finance#member"]), query)
     assert injected.status_code == 200
     assert FINANCE_CANARY not in injected.text
+
+
+def test_keys_are_fetched_from_a_jwks_url(deployment: Deployment) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    public = json.loads(RSAAlgorithm.to_jwk(SIGNING_KEY.public_key()))
+    payload = json.dumps({"keys": [{**public, "kid": "k1"}]}).encode()
+    fetched: list[str] = []
+
+    class Jwks(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            fetched.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Jwks)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/jwks.json"
+        settings = deployment.with_settings(oidc=OidcSettings(
+            issuer=ISSUER, audience=AUDIENCE, jwks_url=url, algorithms=("RS256",)))
+        with deployment.serve(settings) as service:
+            good = [search(service, token()) for _ in range(3)]
+            forged = search(service, token(OTHER_KEY, kid="k2"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [r.status_code for r in good] == [200, 200, 200]
+    assert forged.status_code == 401
+    assert fetched == ["/jwks.json"]  # cached; an unknown kid does not refetch at once
