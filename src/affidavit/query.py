@@ -16,7 +16,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from affidavit.answer import (
-    EvidenceItem,
     ExtractiveProvider,
     FaqCache,
     FaqMatch,
@@ -30,6 +29,7 @@ from affidavit.answer import (
     compile_prompt,
     decide,
     evaluate_layers,
+    evidence_from_chunk,
     extract_claims,
     governed_refusal,
     load_template,
@@ -38,6 +38,7 @@ from affidavit.answer import (
     verify_claims,
 )
 from affidavit.authz import Authorizer, FailClosedAuthorizer, StoreAuthorizer
+from affidavit.classify.derived import model_labels, restricted_derived
 from affidavit.config import RESTRICTED, Settings
 from affidavit.errors import AuthorizationError, ProviderError, RestrictedContentError
 from affidavit.identity import sire_shown_to
@@ -245,16 +246,16 @@ class Engine:
                 for c in context.kept]
         trace.record["compliance"] = score_query(trace.question, kept,
                                                  sire_of.values()).to_dict()
-        evidence = [EvidenceItem(src=c.chunk.src, chunk_id=c.chunk.chunk_id,
-                                 node_id=c.chunk.node_id, title=c.title, locator=c.chunk.locator,
-                                 text=c.chunk.text, label=c.chunk.label,
-                                 heading_path=c.chunk.heading_path) for c in context.kept]
+        # The model reads titles, locators and headings as a reader without RESTRICTED.
+        for_model = model_labels(granted)
+        evidence = [evidence_from_chunk(c, for_model) for c in context.kept]
         prompt = compile_prompt(trace.question, evidence, role=trace.role,
                                 template=self.template)
         trace.record["prompt"] = {"template_version": prompt.template_version,
                                   "prompt_hash": prompt.prompt_hash, "text": prompt.text,
                                   "zones": [list(z) for z in prompt.zones]}
         restricted = [c.chunk.text for c in candidates if c.chunk.label.upper() == RESTRICTED]
+        restricted += [text for c in candidates for text in restricted_derived(c.chunk)]
         guarded = GuardedProvider(self.provider, RestrictedGuard(restricted))
         trace.record["provider"] = {"name": self.provider.name, "model_id": self.provider.model_id}
         if not evidence:
@@ -264,14 +265,15 @@ class Engine:
                                   max_sentences=self.settings.answer.max_answer_sentences)
         try:
             response = _generate(guarded, request, trace.stream_to)
-            return self._verify_and_emit(trace, request, response, guarded)
+            return self._verify_and_emit(trace, request, response, guarded, context.kept)
         except RestrictedContentError as exc:
             return self._refuse(trace, f"RESTRICTED_GUARD: {exc}")
         except ProviderError as exc:
             return self._refuse(trace, f"PROVIDER_FAILED: {exc}")
 
     def _verify_and_emit(self, trace: _Trace, request: ProviderRequest,
-                         response: ProviderResponse, guarded: GuardedProvider) -> AskResult:
+                         response: ProviderResponse, guarded: GuardedProvider,
+                         shown: Sequence[ScoredChunk]) -> AskResult:
         evidence = request.prompt.evidence
         trace.record["raw_response"] = response.text
         by_src = {e.src: e for e in evidence}
@@ -297,9 +299,13 @@ class Engine:
                               "detail": layer.detail} for name, layer in sorted(v.layers.items())},
         } for v in verdicts]
         cited = sorted({src for v in verdicts for src in v.claim.citations if src in by_src})
+        # Citations go to the caller: its own view of each title and locator.
+        caller_view = {c.chunk.chunk_id: c for c in shown}
         citations = [{"src": src, "doc_id": by_src[src].node_id,
-                      "chunk_id": by_src[src].chunk_id, "title": by_src[src].title,
-                      "locator": by_src[src].locator} for src in cited]
+                      "chunk_id": by_src[src].chunk_id,
+                      "title": caller_view[by_src[src].chunk_id].title,
+                      "locator": caller_view[by_src[src].chunk_id].chunk.locator}
+                     for src in cited]
         blocked = decision.output_state == "BLOCKED"
         final = governed_refusal(decision) if blocked or not claims else answer
         trace.record.update({"stripped_citations": list(stripped), "claims": claim_dicts,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 from dataclasses import dataclass, replace
 from typing import Any
 
+from affidavit.classify.derived import shown_to
 from affidavit.errors import InputRejected
 from affidavit.records import ScoredChunk
 
@@ -53,14 +55,20 @@ class EvidenceItem:
         }
 
 
-def evidence_from_chunk(scored: ScoredChunk) -> EvidenceItem:
-    """The evidence item for a retrieved chunk (tag = first 8 hex of its chunk id)."""
-    chunk = scored.chunk
+def evidence_from_chunk(scored: ScoredChunk, model_labels: Set[str]) -> EvidenceItem:
+    """The evidence item for a retrieved chunk (tag = first 8 hex of its chunk id).
+
+    Its title, locator and heading path are those a reader granted ``model_labels`` may see
+    (:func:`affidavit.classify.derived.model_labels`: never RESTRICTED), whatever the
+    caller itself may read: the model is a reader too.
+    """
+    chunk = shown_to(scored.chunk, model_labels)
+    assert chunk.derived is not None  # shown_to always sets it
     return EvidenceItem(
         src=chunk.src.lower(),
         chunk_id=chunk.chunk_id,
         node_id=chunk.node_id,
-        title=scored.title,
+        title=chunk.derived.title,
         locator=chunk.locator,
         text=chunk.text,
         label=chunk.label,

@@ -12,9 +12,10 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from affidavit.classify.derived import model_labels, shown_to
 from affidavit.identity.sire_labels import sire_dict_shown_to
 from affidavit.records import AuthzContext, canonical_json
-from affidavit.store.base import LedgerEntry, Store
+from affidavit.store.base import ChunkRecord, LedgerEntry, Store
 
 RECORD_SCHEMA = "affidavit.ledger/1"
 WITHHELD = "[withheld: you may not read this evidence]"
@@ -65,7 +66,10 @@ def redact_for(entry: LedgerEntry, authz: AuthzContext, store: Store) -> dict[st
     record: dict[str, Any] = json.loads(entry.payload)
     readable = store.get_chunks(authz, referenced_chunk_ids(record))
     visible = {r.chunk.chunk_id for r in readable}
-    hidden = [cid for cid in evidence_chunk_ids(record) if cid not in visible]
+    # Evidence whose title, path or headings this caller may not see as the prompt showed
+    # them counts as hidden: the prompt and the answer were made with them.
+    complete = _derived_seen(record, readable, authz)
+    hidden = [cid for cid in evidence_chunk_ids(record) if cid not in complete]
     if hidden:
         # Default deny: once any evidence is hidden, only fields known to carry no text or
         # derivative of evidence stay; everything else (prompt, answer, claims, evidence,
@@ -73,21 +77,57 @@ def redact_for(entry: LedgerEntry, authz: AuthzContext, store: Store) -> dict[st
         for key in list(record):
             if key not in _SAFE_WHEN_WITHHELD:
                 record[key] = WITHHELD
-        record["citations"] = [c for c in record.get("citations", [])
-                               if c["chunk_id"] in visible]
         record["withheld_evidence"] = len(hidden)
     elif isinstance(record.get("evidence"), list):
         record["evidence"] = [e for e in record["evidence"] if e.get("chunk_id") in visible]
+    record["citations"] = _citations_for(record.get("citations", []), readable)
     record["retrieved"] = [r for r in record.get("retrieved", []) if r["chunk_id"] in visible]
     for gate in record.get("gates", []):
         gate["kept"] = [c for c in gate.get("kept", []) if c in visible]
         gate["dropped"] = [d for d in gate.get("dropped", []) if d["chunk_id"] in visible]
     # SIRE terms are drawn from a source's text: shown only for sources readable now.
-    versions = {r.chunk.version_id for r in readable}
+    # The SIRE subject is drawn from the title: shown only where the title is.
+    versions = {r.chunk.version_id for r in readable
+                if r.chunk.derived is not None and "title" not in r.chunk.derived.withheld}
     # Each term is shown only when its label is granted to the caller now.
     record["sire"] = {v: sire_dict_shown_to(s, authz.granted_labels)
                       for v, s in record.get("sire", {}).items() if v in versions}
+    # The compliance score names SIRE subjects too (drawn from titles).
+    if "compliance" in record and any(r.chunk.version_id not in versions for r in readable):
+        record["compliance"] = WITHHELD
     if record.get("principal") != authz.principal:
         record.pop("authz", None)
     return {"seq": entry.seq, "record_hash": entry.record_hash, "prev_hash": entry.prev_hash,
             "record": record}
+
+
+def _citations_for(citations: list[dict[str, Any]],
+                   readable: list[ChunkRecord]) -> list[dict[str, Any]]:
+    """Citations of chunks this caller may read, with the title and locator it may see now
+    (the logged ones are the asker's)."""
+    shown = {r.chunk.chunk_id: r for r in readable}
+    return [{**c, "title": shown[c["chunk_id"]].title,
+             "locator": shown[c["chunk_id"]].chunk.locator}
+            for c in citations if c["chunk_id"] in shown]
+
+
+def _derived_seen(record: dict[str, Any], readable: list[ChunkRecord],
+                  authz: AuthzContext) -> set[str]:
+    """Chunk ids whose derived text, as logged in the prompt's evidence, this caller sees
+    the same now; a chunk with no logged evidence entry only if nothing of it is withheld."""
+    logged = {str(e.get("chunk_id")): e for e in record.get("evidence") or []
+              if isinstance(e, dict)}
+    for_model = model_labels(authz.granted_labels)
+    seen: set[str] = set()
+    for r in readable:
+        entry = logged.get(r.chunk.chunk_id)
+        if entry is None:
+            if r.chunk.derived is not None and not r.chunk.derived.withheld:
+                seen.add(r.chunk.chunk_id)
+            continue
+        view = shown_to(r.chunk, for_model)
+        assert view.derived is not None  # shown_to always sets it
+        if (entry.get("title") == view.derived.title and entry.get("locator") == view.locator
+                and entry.get("heading_path") == list(view.heading_path)):
+            seen.add(r.chunk.chunk_id)
+    return seen

@@ -326,4 +326,10 @@ CREATE TABLE api_keys (
     PRIMARY KEY (tenant_id, key_id)
 );
 """),
+    Migration(12, "derived_text_labels", """
+-- The labels of the strings shown beside a chunk's body: its document's title, its source
+-- path and each heading of its path (JSON). NULL for rows written before: unknown labels,
+-- so those strings are withheld from every reader until the document is derived again.
+ALTER TABLE chunks ADD COLUMN derived_json TEXT;
+"""),
 )

@@ -19,7 +19,7 @@ import numpy as np
 
 from affidavit.errors import StoreError
 from affidavit.store.base import VersionBundle
-from affidavit.store.postgres import PostgresStore
+from affidavit.store.postgres import PostgresStore, write_derived_labels
 from affidavit.store.postgres_base import Connection, ensure_tenant_rows, lock_for
 
 _COPIES = {
@@ -62,6 +62,8 @@ def bulk_commit(store: PostgresStore, bundles: Sequence[VersionBundle]) -> int:
             (tenant, digests)).fetchall()}
         for table, rows in _rows_by_table(bundles, first_seq, stored).items():
             _copy(conn, table, rows)
+        with conn.cursor() as cur:
+            write_derived_labels(cur, tenant, [c for b in bundles for c in b.chunks])
         n_chunks = sum(len(b.chunks) for b in bundles)
         total = sum(sum(b.chunk_lengths[c.chunk_id] for c in b.chunks) for b in bundles)
         conn.execute("UPDATE lexical_stats SET n_chunks = n_chunks + %s, "

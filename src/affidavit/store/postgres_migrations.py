@@ -346,6 +346,13 @@ CREATE TABLE identity_resolutions (
 );
 """
 
+_DERIVED_TEXT_LABELS = """
+-- The labels of the strings shown beside a chunk's body: its document's title, its source
+-- path and each heading of its path (JSON). NULL for rows written before: unknown labels,
+-- so those strings are withheld from every reader until the document is derived again.
+ALTER TABLE chunks ADD COLUMN derived_json TEXT;
+"""
+
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial_schema", _INITIAL_SCHEMA),
     Migration(2, "ingest_queue", _INGEST_QUEUE),
@@ -353,6 +360,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "ledger_link_format", _LEDGER_LINK_FORMAT),
     Migration(5, "identity_claims", _IDENTITY_CLAIMS),
     Migration(9, "api_keys", _API_KEYS),
+    Migration(10, "derived_text_labels", _DERIVED_TEXT_LABELS),
 )
 
 TENANT_TABLES: tuple[str, ...] = (

@@ -1,0 +1,27 @@
+"""What a reader gets back of a stored chunk: the one place every backend shapes it.
+
+Authorization has already admitted the chunk's body (inside the query); what remains is the
+text derived from its document (title, source path, source id, heading path, locator), each
+part shown only if its own label is granted (:func:`affidavit.classify.derived.shown_to`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from affidavit.classify.derived import SOURCE_WITHHELD, derived_from_json, shown_to
+from affidavit.records import AuthzContext, Chunk
+from affidavit.store.base import ChunkRecord
+
+
+def chunk_record_for(authz: AuthzContext, chunk: Chunk, *, title: str, alias: str,
+                     source_id: str, source_system: str, is_head: bool,
+                     derived_json: object) -> ChunkRecord:
+    """The record of a readable chunk as ``authz`` may see it."""
+    stored = replace(chunk, derived=derived_from_json(derived_json, title=title, alias=alias))
+    shown = shown_to(stored, authz.granted_labels)
+    assert shown.derived is not None  # shown_to always sets it
+    # A source id is most often the path itself: it is withheld with the path.
+    shown_source = source_id if shown.derived.alias == alias else SOURCE_WITHHELD
+    return ChunkRecord(shown, shown.derived.title, shown.derived.alias, shown_source,
+                       source_system, is_head)
