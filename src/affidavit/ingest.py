@@ -276,7 +276,7 @@ class Ingestor:
         if owner is not None and owner != document.alias:
             # Another path holds this source id: never taken over silently. The store
             # refuses it again, atomically, at commit; an operator resolves it.
-            raise identity_collision(source_id, document.alias, owner)
+            raise identity_collision(source_id, document.alias)
         acl = self._acl_for(metadata, outcome)
         raw_digest = sha256_hex(document.content)
         witness = witness_for(raw_digest, policy_epoch=self.epoch, schema_version=SCHEMA_VERSION,

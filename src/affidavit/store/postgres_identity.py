@@ -35,7 +35,7 @@ def claim_identity(conn: Connection, tenant: str, node_id: str, source_id: str, 
     Called under the tenant's corpus lock, so two first claims cannot both succeed."""
     owner = _owner(conn, tenant, node_id) or alias
     if owner != alias:
-        raise identity_collision(source_id, alias, owner)
+        raise identity_collision(source_id, alias)
     conn.execute("INSERT INTO identity_claims (tenant_id, node_id, alias, claimed_at) "
                  "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING", (tenant, node_id, alias, at))
 

@@ -36,7 +36,7 @@ def claim_identity(conn: sqlite3.Connection, tenant: str, node_id: str, source_i
     """Claim ``node_id`` for ``alias`` if nobody has; refuse when another path owns it."""
     owner = _owner(conn, tenant, node_id) or alias
     if owner != alias:
-        raise identity_collision(source_id, alias, owner)
+        raise identity_collision(source_id, alias)
     conn.execute("INSERT OR IGNORE INTO identity_claims VALUES (?, ?, ?, ?)",
                  (tenant, node_id, alias, at))
 
