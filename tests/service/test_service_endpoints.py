@@ -92,3 +92,12 @@ def test_someone_elses_ledger_record_reads_like_an_unknown_id(
         assert response.headers["content-type"] == "application/problem+json"
         assert response.json()["type"] == unknown.json()["type"]
         assert data["answer"] not in response.text
+
+
+def test_the_service_runs_sqlite_in_wal_mode(service: RunningService,
+                                             deployment: Deployment) -> None:
+    import sqlite3
+
+    ask(service, deployment.keys["sam"])
+    with sqlite3.connect(deployment.db) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
