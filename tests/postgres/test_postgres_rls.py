@@ -15,7 +15,7 @@ from psycopg import sql
 from affidavit.errors import ConfigurationError
 from affidavit.records import DocumentMetadata, SourceDocument
 from affidavit.store import QuarantineRecord, RelationTuple
-from affidavit.store.base import KEEP, IdentityResolution
+from affidavit.store.base import KEEP, ApiKeyRecord, IdentityResolution
 from affidavit.store.postgres import PostgresStore
 from affidavit.store.postgres_migrations import TENANT_SETTING, TENANT_TABLES
 from affidavit.store.postgres_queue import enqueue_documents
@@ -47,6 +47,8 @@ def populate(store: PostgresStore, tenant: str) -> None:
     store.resolve_identity(tenant, IdentityResolution(
         bundle.node_id, "n1", "copy.md", str(store.identity_owner(tenant, bundle.node_id)),
         KEEP, "ops", NOW))
+    store.add_api_key(tenant, ApiKeyRecord(f"key-{tenant}", "user:x", "reader", "salt", "hash",
+                                           NOW))
 
 
 @pytest.fixture(scope="module")
