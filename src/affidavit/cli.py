@@ -2,7 +2,8 @@
 
 Exit status: 0 success; 1 the operation failed; 2 usage error (including a missing or
 malformed ``--as`` principal); 3 ingestion finished but some documents were quarantined;
-141 the output pipe was closed by its reader (128 + SIGPIPE, as for other tools).
+4 another ingestion run of the tenant was under way, so this one did not start; 141 the
+output pipe was closed by its reader (128 + SIGPIPE, as for other tools).
 """
 
 from __future__ import annotations
@@ -88,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--partial", action="store_true",
                    help="not a full listing: do not withdraw documents missing from it")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="while another run ingests this tenant, wait up to SECONDS for it "
+                        "(default 0: refuse at once, exit 4)")
     p.set_defaults(func=cmd_ingest)
 
     _add_runs(sub, common, as_json)

@@ -20,7 +20,7 @@ from affidavit.authz import (
     parse_tuple,
 )
 from affidavit.config import Settings
-from affidavit.errors import AffidavitError, NotFound
+from affidavit.errors import AffidavitError, NotFound, RunInProgress
 from affidavit.ingest import QUARANTINED, DocumentOutcome, Ingestor
 from affidavit.ledger import replay
 from affidavit.ledger.record import redact_for
@@ -29,6 +29,7 @@ from affidavit.sources import listing_key, location_scheme, source_for
 from affidavit.store import Store, open_store
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_QUARANTINED = 0, 1, 2, 3
+EXIT_BUSY = 4  # another ingestion run holds the tenant: nothing was done
 
 
 class UsageError(AffidavitError):
@@ -101,8 +102,13 @@ def cmd_ingest(ctx: Context) -> int:
     # A folder, a manifest or an SFTP root is a full listing: what disappeared from it
     # since its last ingest is withdrawn.
     listing = None if args.partial else listing_key(args.path)
-    summary = Ingestor(store, ctx.settings, tenant=ctx.tenant).run(
-        [source], progress=_progress(None) if show else None, listing=listing)
+    try:
+        summary = Ingestor(store, ctx.settings, tenant=ctx.tenant).run(
+            [source], progress=_progress(None) if show else None, listing=listing,
+            wait_seconds=args.wait, on_wait=_tell_waiting)
+    except RunInProgress as exc:
+        print(f"affidavit: {exc}; try again later, or pass --wait SECONDS", file=sys.stderr)
+        return EXIT_BUSY
     data = summary.to_dict()
     if args.json:
         _print_json(data)
@@ -117,6 +123,10 @@ def cmd_ingest(ctx: Context) -> int:
         for warning in data["warnings"]:
             print(f"  warning: {warning}")
     return EXIT_QUARANTINED if data["quarantined"] else EXIT_OK
+
+
+def _tell_waiting(message: str) -> None:
+    print(f"affidavit: {message}", file=sys.stderr, flush=True)
 
 
 def cmd_runs(ctx: Context) -> int:

@@ -17,6 +17,8 @@ Every error the package raises on purpose derives from :class:`AffidavitError`::
     ├── ProviderError             a language-model provider failed
     ├── StoreError                the store could not do what was asked
     │   └── LedgerError           the ledger could not be written or does not verify
+    ├── RunInProgress             another ingestion run of the tenant holds its lock;
+    │                             this one did not start
     └── NotFound                  nothing the caller may see has that id
 
 Callers catch the root to turn any of them into an exit code or a problem document.
@@ -101,6 +103,10 @@ class StoreError(AffidavitError):
 
 class LedgerError(StoreError):
     """The ledger could not be appended to, or its chain does not verify."""
+
+
+class RunInProgress(AffidavitError):
+    """Another ingestion run of the same tenant is under way, so this one did not start."""
 
 
 class NotFound(AffidavitError):

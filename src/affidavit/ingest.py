@@ -20,7 +20,6 @@ from typing import Any
 from affidavit.authz.tuples import document_object_tokens, parse_subject
 from affidavit.chunking import chunk_document
 from affidavit.classify import SensitivityPolicy, build_segments, classify_paragraphs
-from affidavit.classify.derived import DocumentDerivedLabels, format_locator, label_derived
 from affidavit.config import Settings
 from affidavit.errors import AffidavitError, InputRejected
 from affidavit.extract import extract
@@ -34,6 +33,7 @@ from affidavit.index import Tokenizer, term_frequencies
 from affidavit.index.boundary import boundary_record, corpus_boundary
 from affidavit.index.embed import embed_missing
 from affidavit.index.vectors import make_backend
+from affidavit.ingest_lock import holding_ingest_lock
 from affidavit.records import (
     SCHEMA_VERSION,
     Chunk,
@@ -153,13 +153,24 @@ class Ingestor:
         self.epoch = policy_epoch(settings, self.tokenizer)
 
     def run(self, sources: Iterable[Transport], *, progress: ProgressCallback | None = None,
-            listing: str | None = None) -> RunSummary:
+            listing: str | None = None, wait_seconds: float = 0.0,
+            on_wait: Callable[[str], None] | None = None) -> RunSummary:
         """Ingest every document the sources list.
 
         ``listing`` names a full listing of one source location (a folder, a manifest, an
         SFTP root): nodes that its previous listing contained and this one does not are
         withdrawn, so deletions at the source reach the index.
+
+        One run per tenant at a time (:mod:`affidavit.ingest_lock`): while another run holds
+        the tenant, this one waits up to ``wait_seconds``, telling ``on_wait`` once, then
+        raises :class:`~affidavit.errors.RunInProgress` without having started.
         """
+        with holding_ingest_lock(self.store, self.tenant, wait_seconds=wait_seconds,
+                                 on_wait=on_wait):
+            return self._run_holding_lock(sources, progress, listing)
+
+    def _run_holding_lock(self, sources: Iterable[Transport],
+                          progress: ProgressCallback | None, listing: str | None) -> RunSummary:
         summary = RunSummary(run_id="run-" + uuid.uuid4().hex[:16])
         self._close_interrupted_runs()
         self.store.start_run(self.tenant, summary.run_id, at=_now(), params_json=canonical_json(
@@ -276,7 +287,7 @@ class Ingestor:
         if owner is not None and owner != document.alias:
             # Another path holds this source id: never taken over silently. The store
             # refuses it again, atomically, at commit; an operator resolves it.
-            raise identity_collision(source_id, document.alias)
+            raise identity_collision(source_id, document.alias, owner)
         acl = self._acl_for(metadata, outcome)
         raw_digest = sha256_hex(document.content)
         witness = witness_for(raw_digest, policy_epoch=self.epoch, schema_version=SCHEMA_VERSION,
@@ -331,10 +342,8 @@ class Ingestor:
         drafts = chunk_document(extracted, segments, settings=self.settings.chunking,
                                 max_chunks=self.settings.ingest.max_chunks_per_document)
         title = metadata.title or extracted.title or PurePosixPath(document.alias).name
-        # Titles, paths and headings leave the store beside the chunks: labelled like text.
-        derived = label_derived(title, document.alias, drafts, labels, policy=self.policy,
-                                declared=declared)
-        chunks = tuple(self._chunk(d, node_id, version_id, derived, witness) for d in drafts)
+        chunks = tuple(self._chunk(d, node_id, version_id, document.alias, witness)
+                       for d in drafts)
         postings: dict[str, tuple[tuple[str, int], ...]] = {}
         lengths: dict[str, int] = {}
         for chunk in chunks:
@@ -365,15 +374,14 @@ class Ingestor:
         )
 
     @staticmethod
-    def _chunk(draft: ChunkDraft, node_id: str, version_id: str,
-               derived: DocumentDerivedLabels, witness: str) -> Chunk:
+    def _chunk(draft: ChunkDraft, node_id: str, version_id: str, alias: str,
+               witness: str) -> Chunk:
         chunk_id = stable_hash("chunk", version_id, json.dumps(list(draft.heading_path)),
                                str(draft.start), str(draft.end))[:32]
         return Chunk(
             chunk_id=chunk_id, node_id=node_id, version_id=version_id, ordinal=draft.ordinal,
             start=draft.start, end=draft.end, text=draft.text, label=draft.label,
-            heading_path=draft.heading_path, locator=locator_for(derived.alias, draft),
-            witness=witness, derived=derived.for_chunk(draft),
+            heading_path=draft.heading_path, locator=locator_for(alias, draft), witness=witness,
         )
 
 
@@ -404,8 +412,11 @@ def _pid_alive(pid: int) -> bool:
 
 
 def locator_for(alias: str, draft: ChunkDraft) -> str:
-    """Where a chunk sits in its source, for people: path, page, heading trail, offsets.
-
-    Shown to a reader only through :func:`affidavit.classify.derived.shown_to`, which
-    rebuilds it without the parts that reader may not see."""
-    return format_locator(alias, draft.page, draft.heading_path, draft.start, draft.end)
+    """Where a chunk sits in its source, for people: path, page, heading trail, offsets."""
+    parts = [alias]
+    if draft.page is not None:
+        parts.append(f"p. {draft.page}")
+    if draft.heading_path:
+        parts.append(" > ".join(draft.heading_path))
+    parts.append(f"chars {draft.start}-{draft.end}")
+    return " | ".join(parts)

@@ -158,15 +158,12 @@ class IdentityResolution:
     note: str = ""
 
 
-def identity_collision(source_id: str, claimant: str) -> InputRejected:
-    """The refusal of a document that claims a node another source path owns.
-
-    The message names the claimant only: the owner's path is another document's derived
-    text (``affidavit identity resolve`` shows it to the operator)."""
+def identity_collision(source_id: str, claimant: str, owner: str) -> InputRejected:
+    """The refusal of a document that claims a node another source path owns."""
     return InputRejected(
         IDENTITY_COLLISION,
-        f"{claimant} claims source_id {source_id!r}, which another document holds; it keeps "
-        f"it until an operator runs 'affidavit identity resolve {claimant} "
+        f"{claimant} claims source_id {source_id!r}, which {owner} holds; the existing "
+        f"document keeps it until an operator runs 'affidavit identity resolve {claimant} "
         "--take-over|--keep --by NAME'")
 
 
@@ -207,6 +204,12 @@ class ApiKeyRecord:
     revoked_at: str | None = None
 
 
+class IngestLock(Protocol):
+    """A tenant's ingestion lock, held until :meth:`release`."""
+
+    def release(self) -> None: ...
+
+
 class Store(Protocol):
     """Persistence for one deployment. Backends: ``sqlite`` (default), ``postgres``."""
 
@@ -232,6 +235,11 @@ class Store(Protocol):
     def version_metadata(self, tenant: str, version_id: str) -> str | None: ...
 
     def withdraw(self, tenant: str, node_id: str, *, run_id: str, at: str) -> bool: ...
+
+    def try_ingest_lock(self, tenant: str) -> IngestLock | None:
+        """Hold ``tenant``'s ingestion lock until ``release()``; None while another run holds
+        it. The lock dies with its holder: a killed run never leaves it held."""
+        ...
 
     def start_run(self, tenant: str, run_id: str, *, at: str, params_json: str) -> None: ...
 
