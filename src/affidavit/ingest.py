@@ -20,6 +20,7 @@ from typing import Any
 from affidavit.authz.tuples import document_object_tokens, parse_subject
 from affidavit.chunking import chunk_document
 from affidavit.classify import SensitivityPolicy, build_segments, classify_paragraphs
+from affidavit.classify.derived import DocumentDerivedLabels, format_locator, label_derived
 from affidavit.config import Settings
 from affidavit.errors import AffidavitError, InputRejected
 from affidavit.extract import extract
@@ -287,7 +288,7 @@ class Ingestor:
         if owner is not None and owner != document.alias:
             # Another path holds this source id: never taken over silently. The store
             # refuses it again, atomically, at commit; an operator resolves it.
-            raise identity_collision(source_id, document.alias, owner)
+            raise identity_collision(source_id, document.alias)
         acl = self._acl_for(metadata, outcome)
         raw_digest = sha256_hex(document.content)
         witness = witness_for(raw_digest, policy_epoch=self.epoch, schema_version=SCHEMA_VERSION,
@@ -342,8 +343,10 @@ class Ingestor:
         drafts = chunk_document(extracted, segments, settings=self.settings.chunking,
                                 max_chunks=self.settings.ingest.max_chunks_per_document)
         title = metadata.title or extracted.title or PurePosixPath(document.alias).name
-        chunks = tuple(self._chunk(d, node_id, version_id, document.alias, witness)
-                       for d in drafts)
+        # Titles, paths and headings leave the store beside the chunks: labelled like text.
+        derived = label_derived(title, document.alias, drafts, labels, policy=self.policy,
+                                declared=declared)
+        chunks = tuple(self._chunk(d, node_id, version_id, derived, witness) for d in drafts)
         postings: dict[str, tuple[tuple[str, int], ...]] = {}
         lengths: dict[str, int] = {}
         for chunk in chunks:
@@ -374,14 +377,15 @@ class Ingestor:
         )
 
     @staticmethod
-    def _chunk(draft: ChunkDraft, node_id: str, version_id: str, alias: str,
-               witness: str) -> Chunk:
+    def _chunk(draft: ChunkDraft, node_id: str, version_id: str,
+               derived: DocumentDerivedLabels, witness: str) -> Chunk:
         chunk_id = stable_hash("chunk", version_id, json.dumps(list(draft.heading_path)),
                                str(draft.start), str(draft.end))[:32]
         return Chunk(
             chunk_id=chunk_id, node_id=node_id, version_id=version_id, ordinal=draft.ordinal,
             start=draft.start, end=draft.end, text=draft.text, label=draft.label,
-            heading_path=draft.heading_path, locator=locator_for(alias, draft), witness=witness,
+            heading_path=draft.heading_path, locator=locator_for(derived.alias, draft),
+            witness=witness, derived=derived.for_chunk(draft),
         )
 
 
@@ -412,11 +416,8 @@ def _pid_alive(pid: int) -> bool:
 
 
 def locator_for(alias: str, draft: ChunkDraft) -> str:
-    """Where a chunk sits in its source, for people: path, page, heading trail, offsets."""
-    parts = [alias]
-    if draft.page is not None:
-        parts.append(f"p. {draft.page}")
-    if draft.heading_path:
-        parts.append(" > ".join(draft.heading_path))
-    parts.append(f"chars {draft.start}-{draft.end}")
-    return " | ".join(parts)
+    """Where a chunk sits in its source, for people: path, page, heading trail, offsets.
+
+    Shown to a reader only through :func:`affidavit.classify.derived.shown_to`, which
+    rebuilds it without the parts that reader may not see."""
+    return format_locator(alias, draft.page, draft.heading_path, draft.start, draft.end)

@@ -158,12 +158,15 @@ class IdentityResolution:
     note: str = ""
 
 
-def identity_collision(source_id: str, claimant: str, owner: str) -> InputRejected:
-    """The refusal of a document that claims a node another source path owns."""
+def identity_collision(source_id: str, claimant: str) -> InputRejected:
+    """The refusal of a document that claims a node another source path owns.
+
+    The message names the claimant only: the owner's path is another document's derived
+    text (``affidavit identity resolve`` shows it to the operator)."""
     return InputRejected(
         IDENTITY_COLLISION,
-        f"{claimant} claims source_id {source_id!r}, which {owner} holds; the existing "
-        f"document keeps it until an operator runs 'affidavit identity resolve {claimant} "
+        f"{claimant} claims source_id {source_id!r}, which another document holds; it keeps "
+        f"it until an operator runs 'affidavit identity resolve {claimant} "
         "--take-over|--keep --by NAME'")
 
 

@@ -18,11 +18,14 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+from affidavit.classify.derived import derived_from_json, derived_to_json
 from affidavit.errors import StoreError
 from affidavit.records import AuthzContext, Chunk
 from affidavit.store.base import (
@@ -60,6 +63,7 @@ from affidavit.store.postgres_vectors import (
     DEFAULT_EXACT_THRESHOLD,
     VectorTables,
 )
+from affidavit.store.views import chunk_record_for
 
 _CHUNK_COLUMNS = (
     "c.chunk_id, c.node_id, c.version_id, c.ordinal, c.start_offset, c.end_offset, c.text, "
@@ -247,13 +251,16 @@ class PostgresStore(PostgresIngestLocks,
         rows = self._rows(
             authz.tenant,
             f"SELECT {_CHUNK_COLUMNS}, v.title, v.alias, n.source_id, n.source_system, "
-            "c.is_head FROM chunks c JOIN versions v ON v.tenant_id = c.tenant_id "
+            "c.is_head, c.derived_json FROM chunks c JOIN versions v "
+            "ON v.tenant_id = c.tenant_id "
             "AND v.version_id = c.version_id JOIN nodes n ON n.tenant_id = c.tenant_id "
             "AND n.node_id = c.node_id WHERE c.tenant_id = %s AND c.chunk_id = ANY(%s) "
             f"AND {visible}", (authz.tenant, ids, *visible_params))
         by_id = {str(r[0]): r for r in rows}
-        return [ChunkRecord(_row_chunk(by_id[i]), str(by_id[i][11]), str(by_id[i][12]),
-                            str(by_id[i][13]), str(by_id[i][14]), bool(by_id[i][15]))
+        return [chunk_record_for(authz, _row_chunk(by_id[i]), title=str(by_id[i][11]),
+                                 alias=str(by_id[i][12]), source_id=str(by_id[i][13]),
+                                 source_system=str(by_id[i][14]), is_head=bool(by_id[i][15]),
+                                 derived_json=by_id[i][16])
                 for i in chunk_ids if i in by_id]
 
     def chunks_with_label(self, tenant: str, chunk_ids: Sequence[str],
@@ -263,9 +270,13 @@ class PostgresStore(PostgresIngestLocks,
             return []
         rows = self._rows(
             tenant,
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.tenant_id = %s AND c.label = %s "
+            f"SELECT {_CHUNK_COLUMNS}, v.title, v.alias, c.derived_json FROM chunks c "
+            "JOIN versions v ON v.tenant_id = c.tenant_id AND v.version_id = c.version_id "
+            "WHERE c.tenant_id = %s AND c.label = %s "
             "AND c.chunk_id = ANY(%s) ORDER BY c.chunk_id", (tenant, label, ids))
-        return [_row_chunk(r) for r in rows]
+        return [replace(_row_chunk(r), derived=derived_from_json(r[13], title=str(r[11]),
+                                                                 alias=str(r[12])))
+                for r in rows]
 
 
 def bm25_query(visible: str) -> str:
@@ -324,11 +335,15 @@ def _write_version_rows(conn: Connection, b: VersionBundle) -> None:
             [(t, b.version_id, pl.index, start, end, pl.label, json.dumps(list(pl.reasons)))
              for pl, start, end in b.paragraph_labels])
         cur.executemany(
-            "INSERT INTO chunks VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+            # Columns by name: later columns (derived_json) have defaults.
+            "INSERT INTO chunks (tenant_id, chunk_id, version_id, node_id, ordinal, "
+            "start_offset, end_offset, text, label, heading_path_json, locator, witness, "
+            "n_tokens, is_head) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
             "TRUE)",
             [(t, c.chunk_id, c.version_id, c.node_id, c.ordinal, c.start, c.end, c.text,
               c.label, json.dumps(list(c.heading_path), ensure_ascii=False), c.locator,
               c.witness, b.chunk_lengths[c.chunk_id]) for c in b.chunks])
+        write_derived_labels(cur, t, b.chunks)
         cur.executemany(
             "INSERT INTO postings VALUES (%s, %s, %s, %s)",
             [(t, term, chunk_id, tf) for chunk_id, pairs in sorted(b.postings.items())
@@ -343,6 +358,17 @@ def _write_version_rows(conn: Connection, b: VersionBundle) -> None:
     conn.execute("UPDATE lexical_stats SET n_chunks = n_chunks + %s, "
                  "total_length = total_length + %s, generation = generation + 1 "
                  "WHERE tenant_id = %s", (len(b.chunks), total, t))
+
+
+def write_derived_labels(cur: psycopg.Cursor[Any], tenant: str,
+                         chunks: Sequence[Chunk]) -> None:
+    """The labels of each chunk's title, path and headings (migration 10), in one statement
+    by chunk id, so that the chunk insert and the bulk copy keep their column lists."""
+    cur.execute(
+        "UPDATE chunks c SET derived_json = d.derived_json "
+        "FROM unnest(%s::text[], %s::text[]) AS d(chunk_id, derived_json) "
+        "WHERE c.tenant_id = %s AND c.chunk_id = d.chunk_id",
+        ([c.chunk_id for c in chunks], [derived_to_json(c.derived) for c in chunks], tenant))
 
 
 def _move_head(conn: Connection, tenant: str, node_id: str, version_id: str | None,

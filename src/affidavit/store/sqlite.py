@@ -11,9 +11,11 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from affidavit.classify.derived import derived_from_json, derived_to_json
 from affidavit.errors import StoreError
 from affidavit.records import AuthzContext, Chunk
 from affidavit.store.base import (
@@ -43,6 +45,7 @@ from affidavit.store.sqlite_lexical import (
 )
 from affidavit.store.sqlite_locks import SQLiteIngestLocks
 from affidavit.store.sqlite_vectors import VectorTables, visibility_sql
+from affidavit.store.views import chunk_record_for
 
 _CHUNK_COLUMNS = (
     "c.chunk_id, c.node_id, c.version_id, c.ordinal, c.start_offset, c.end_offset, c.text, "
@@ -248,6 +251,10 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             [(t, c.chunk_id, c.version_id, c.node_id, c.ordinal, c.start, c.end, c.text, c.label,
               json.dumps(list(c.heading_path), ensure_ascii=False), c.locator, c.witness,
               b.chunk_lengths[c.chunk_id]) for c in b.chunks])
+        # The labels of each chunk's title, path and headings (migration 12), by name.
+        conn.executemany(
+            "UPDATE chunks SET derived_json = ? WHERE tenant_id = ? AND chunk_id = ?",
+            [(derived_to_json(c.derived), t, c.chunk_id) for c in b.chunks])
         write_postings(conn, t, [c.chunk_id for c in b.chunks], b.postings)
         conn.executemany("INSERT INTO acl_tokens VALUES (?, ?, ?)",
                          [(t, b.version_id, token) for token in sorted(set(b.acl_tokens))])
@@ -357,15 +364,17 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             return []
         visible, visible_params = visibility_sql(authz, per_row=True)
         rows = self._read(
-            f"SELECT {_CHUNK_COLUMNS}, v.title, v.alias, n.source_id, n.source_system, c.is_head "
-            "FROM chunks c JOIN versions v ON v.tenant_id = c.tenant_id "
+            f"SELECT {_CHUNK_COLUMNS}, v.title, v.alias, n.source_id, n.source_system, c.is_head, "
+            "c.derived_json FROM chunks c JOIN versions v ON v.tenant_id = c.tenant_id "
             "AND v.version_id = c.version_id JOIN nodes n ON n.tenant_id = c.tenant_id "
             f"AND n.node_id = c.node_id WHERE c.tenant_id = ? AND c.chunk_id IN "
             f"({_placeholders(len(ids))}) AND {visible}",
             (authz.tenant, *ids, *visible_params))
         by_id = {str(r[0]): r for r in rows}
-        return [ChunkRecord(_row_chunk(by_id[i]), str(by_id[i][11]), str(by_id[i][12]),
-                            str(by_id[i][13]), str(by_id[i][14]), bool(by_id[i][15]))
+        return [chunk_record_for(authz, _row_chunk(by_id[i]), title=str(by_id[i][11]),
+                                 alias=str(by_id[i][12]), source_id=str(by_id[i][13]),
+                                 source_system=str(by_id[i][14]), is_head=bool(by_id[i][15]),
+                                 derived_json=by_id[i][16])
                 for i in chunk_ids if i in by_id]
 
     def chunks_with_label(self, tenant: str, chunk_ids: Sequence[str],
@@ -374,10 +383,14 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
         if not ids:
             return []
         rows = self._read(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.tenant_id = ? AND c.label = ? "
+            f"SELECT {_CHUNK_COLUMNS}, v.title, v.alias, c.derived_json FROM chunks c "
+            "JOIN versions v ON v.tenant_id = c.tenant_id AND v.version_id = c.version_id "
+            "WHERE c.tenant_id = ? AND c.label = ? "
             f"AND c.chunk_id IN ({_placeholders(len(ids))}) ORDER BY c.chunk_id",
             (tenant, label, *ids))
-        return [_row_chunk(r) for r in rows]
+        return [replace(_row_chunk(r), derived=derived_from_json(r[13], title=str(r[11]),
+                                                                 alias=str(r[12])))
+                for r in rows]
 
 def _split_sql(script: str) -> list[str]:
     """Split a migration into statements; triggers keep their inner semicolons."""
