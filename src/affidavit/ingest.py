@@ -21,6 +21,7 @@ from affidavit.authz.tuples import document_object_tokens, parse_subject
 from affidavit.chunking import chunk_document
 from affidavit.classify import SensitivityPolicy, build_segments, classify_paragraphs
 from affidavit.classify.derived import DocumentDerivedLabels, format_locator, label_derived
+from affidavit.classify.labels import label_text
 from affidavit.config import Settings
 from affidavit.errors import AffidavitError, InputRejected
 from affidavit.extract import extract
@@ -361,7 +362,9 @@ class Ingestor:
             [(extracted.paragraph_text(p), pl.label)
              for p, pl in zip(extracted.paragraphs, labels, strict=True)],
             self.settings.sire, most_severe=self.policy.most_severe,
-            metadata_label=declared or self.policy.default_level)
+            label_metadata=lambda text: label_text(
+                text, policy=self.policy, declared=declared, path=document.alias,
+                fallback=self.policy.default_level))
         now = _now()
         paragraphs = {p.index: p for p in extracted.paragraphs}
         return VersionBundle(

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from affidavit.classify import SensitivityPolicy
+from affidavit.classify.labels import label_text
 from affidavit.cli import main
 from affidavit.config import SensitivitySettings, SireSettings
 from affidavit.identity import SireInputs, propose_labelled_sire, sire_shown_to
@@ -64,7 +65,8 @@ def labelled(paragraphs: list[tuple[str, str]]) -> Any:
     inputs = SireInputs(oracle_id=None, title="Harbour tariffs", frameworks=(),
                         source_id="tariffs.md")
     return propose_labelled_sire(inputs, paragraphs, SireSettings(),
-                                 most_severe=policy().most_severe, metadata_label="INTERNAL")
+                                 most_severe=policy().most_severe,
+                                 label_metadata=lambda text: "INTERNAL")
 
 
 # --------------------------------------------------------------------------- pure
@@ -96,6 +98,24 @@ def test_each_sire_term_carries_the_most_severe_label_of_its_paragraphs() -> Non
     assert sire.label_of("harbour") == "PII"  # also in a PII paragraph: the most severe wins
     assert all(sire.label_of(t) == "PUBLIC" for t in sire.excluded)
     assert sire.subject_label == "INTERNAL"
+
+
+def test_the_sire_subject_carries_the_label_of_the_title_it_was_made_from() -> None:
+    strict = SensitivityPolicy.from_settings(
+        SensitivitySettings(restricted_keywords=("Project Nightjar",)))
+
+    def label_metadata(text: str) -> str:
+        return label_text(text, policy=strict, declared=None, path="plan.md",
+                          fallback="INTERNAL")
+
+    inputs = SireInputs(oracle_id=None, title="Project Nightjar plan", frameworks=("SOC 2",),
+                        source_id="plan.md")
+    sire = propose_labelled_sire(inputs, [(PUBLIC_PARAGRAPHS[0], "INTERNAL")], SireSettings(),
+                                 most_severe=strict.most_severe, label_metadata=label_metadata)
+    assert sire.subject == "project_nightjar_plan" and sire.subject_label == "RESTRICTED"
+    assert sire.label_of("soc 2") == "INTERNAL"
+    shown = sire_shown_to(sire, frozenset({"INTERNAL", "PII"}))
+    assert "nightjar" not in json.dumps(shown.to_dict()) and "soc 2" in shown.relevant
 
 
 def test_a_sire_term_is_shown_only_to_readers_granted_its_label() -> None:

@@ -12,8 +12,11 @@ rules, both deterministic:
    visible word over a frequency threshold.
 2. Every term carries the most severe label of the paragraphs it was found in (over-
    approximated by a whole-phrase, case-insensitive match, so a label can only come out
-   more severe). Declared frameworks and the Subject come from the document's metadata and
-   carry ``metadata_label``; Excluded terms come from configuration and are PUBLIC.
+   more severe). Declared frameworks and the Subject come from the document's metadata
+   (front matter or sidecar): each carries the label ``label_metadata`` gives the string
+   it came from (a framework name; the oracle id, title or source id the Subject was
+   made from), combined for a framework with the paragraphs it is also found in.
+   Excluded terms come from configuration and are PUBLIC.
 
 :func:`sire_shown_to` is the one filter every view applies: a term whose label is not
 granted (or that carries no label, as in tuples proposed before labels existed) is left
@@ -28,7 +31,7 @@ from dataclasses import replace
 from typing import Any
 
 from affidavit.config import PUBLIC, RESTRICTED, SireSettings
-from affidavit.identity.sire import SireInputs, propose_sire
+from affidavit.identity.sire import SireInputs, normalize_subject, propose_sire
 from affidavit.identity.terms import display_term, fold, term_pattern
 from affidavit.records import AuthzContext, SireTuple
 from affidavit.store.base import SireRecord, Store
@@ -37,36 +40,50 @@ SUBJECT_WITHHELD = "[subject withheld]"
 PARAGRAPH_BREAK = "\n\n"
 
 MostSevere = Callable[[Iterable[str]], str]
+LabelMetadata = Callable[[str], str]
 
 
 def propose_labelled_sire(inputs: SireInputs, paragraphs: Sequence[tuple[str, str]],
                           settings: SireSettings, *, most_severe: MostSevere,
-                          metadata_label: str) -> SireTuple:
-    """Algorithm 1 over the non-RESTRICTED ``(text, label)`` paragraphs, each term labelled."""
+                          label_metadata: LabelMetadata) -> SireTuple:
+    """Algorithm 1 over the non-RESTRICTED ``(text, label)`` paragraphs, each term labelled.
+
+    ``label_metadata`` labels one string of the document's metadata as a paragraph of the
+    document would be labelled (see :func:`affidavit.classify.labels.label_text`)."""
     visible = [(text, label) for text, label in paragraphs if label.upper() != RESTRICTED]
     sire = propose_sire(inputs, PARAGRAPH_BREAK.join(text for text, _ in visible), settings)
-    return label_terms(sire, visible, inputs.frameworks, most_severe=most_severe,
-                       metadata_label=metadata_label)
+    return label_terms(sire, inputs, visible, most_severe=most_severe,
+                       label_metadata=label_metadata)
 
 
-def label_terms(sire: SireTuple, paragraphs: Sequence[tuple[str, str]],
-                frameworks: Sequence[str], *, most_severe: MostSevere,
-                metadata_label: str) -> SireTuple:
+def label_terms(sire: SireTuple, inputs: SireInputs, paragraphs: Sequence[tuple[str, str]],
+                *, most_severe: MostSevere, label_metadata: LabelMetadata) -> SireTuple:
     """``sire`` with every term labelled by what it was derived from (module docstring)."""
-    declared = {display_term(f) for f in frameworks}
+    declared: dict[str, list[str]] = {}
+    for framework in inputs.frameworks:
+        declared.setdefault(display_term(framework), []).append(label_metadata(framework))
     folded = [(fold(text), label) for text, label in paragraphs]
+    subject_label = label_metadata(subject_origin(inputs))
     labels: dict[str, str] = {}
     for term in (*sire.included, *sire.relevant):
         found = [label for text, label in folded if _occurs(term, text)]
-        if term in declared:
-            found.append(metadata_label)
+        found += declared.get(term, [])
         # A term the text yields is always found again; if it somehow is not, it takes the
         # most severe label of every paragraph it could have come from.
-        labels[term] = most_severe(found or [label for _, label in folded] or [metadata_label])
+        labels[term] = most_severe(found or [label for _, label in folded] or [subject_label])
     for term in sire.excluded:
         labels.setdefault(term, PUBLIC)
     return replace(sire, term_labels=tuple(sorted(labels.items())),
-                   subject_label=metadata_label)
+                   subject_label=subject_label)
+
+
+def subject_origin(inputs: SireInputs) -> str:
+    """The string Algorithm 1 made the Subject from: the oracle id, else the title, else the
+    source id (its stem, or its hash when the stem is unusable)."""
+    for candidate in (inputs.oracle_id, inputs.title):
+        if candidate and normalize_subject(candidate):
+            return candidate
+    return inputs.source_id
 
 
 def _occurs(term: str, folded_text: str) -> bool:
