@@ -42,6 +42,7 @@ from affidavit.classify.derived import model_labels, restricted_derived
 from affidavit.config import RESTRICTED, Settings
 from affidavit.errors import AuthorizationError, ProviderError, RestrictedContentError
 from affidavit.identity import sire_shown_to
+from affidavit.identity.sire_labels import withhold_subjects
 from affidavit.index import MemoryIndex
 from affidavit.index.boundary import Boundary, corpus_boundary, plausibility
 from affidavit.index.embed import embed_query
@@ -244,8 +245,10 @@ class Engine:
         kept = [EvidenceSubject(c.chunk.chunk_id, sire_of[c.chunk.version_id].subject,
                                 sire_of[c.chunk.version_id].relevant, c.score)
                 for c in context.kept]
-        trace.record["compliance"] = score_query(trace.question, kept,
-                                                 sire_of.values()).to_dict()
+        # Subjects are derived text: the record names only those the asker may see.
+        trace.record["compliance"] = withhold_subjects(
+            score_query(trace.question, kept, sire_of.values()).to_dict(),
+            sire_of.values(), granted)
         # The model reads titles, locators and headings as a reader without RESTRICTED.
         for_model = model_labels(granted)
         evidence = [evidence_from_chunk(c, for_model) for c in context.kept]

@@ -225,3 +225,20 @@ def test_sire_list_as_a_reader_never_shows_a_restricted_title_or_its_subject(
     code, out, _ = cli("sire", "list", "--json", "--as", "user:reader")
     assert code == 0
     assert "nightjar" not in out.casefold()
+
+
+def test_no_ledger_record_names_a_subject_made_from_a_restricted_title(
+        cli: Run, tmp_path: Path) -> None:
+    (tmp_path / "corpus" / "plan.md").write_text(
+        "# Project Nightjar plan\n\nThe harbour tariff is reviewed by the harbour master.\n",
+        encoding="utf-8")
+    assert cli("ingest", "corpus", "--json")[0] in (0, 3)
+    assert cli("sire", "approve", "--all", "--by", "tester")[0] == 0
+    code, out, err = cli("ask", "Who reviews the harbour tariff?", "--as", "user:reader",
+                         "--json")
+    assert code == 0, out + err
+    with sqlite3.connect(tmp_path / ".affidavit" / "affidavit.db") as conn:
+        (payload,) = [str(r[0]) for r in conn.execute("SELECT payload FROM ledger")]
+    record = json.loads(payload)
+    assert any(g["chunk_ids"] for g in record["compliance"]["groups"])
+    assert "nightjar" not in payload.casefold()

@@ -144,3 +144,23 @@ def sire_records_for(store: Store, authz: AuthzContext,
         shown.append(replace(record, sire=sire, title=readable[0].title,
                              alias=readable[0].alias))
     return shown
+
+
+def withhold_subjects(data: Any, sires: Iterable[SireTuple], granted: Set[str]) -> Any:
+    """``data`` (plain JSON values) with every Subject a reader granted ``granted`` may not
+    see replaced by the stand-in: for records computed from the Subjects themselves (the
+    compliance score's groups and expected subjects)."""
+    tuples = list(sires)
+    shown = {sire_shown_to(s, granted).subject for s in tuples}
+    hidden = {s.subject for s in tuples} - shown
+    return _replace_strings(data, hidden) if hidden else data
+
+
+def _replace_strings(data: Any, hidden: Set[str]) -> Any:
+    if isinstance(data, str):
+        return SUBJECT_WITHHELD if data in hidden else data
+    if isinstance(data, list):
+        return [_replace_strings(item, hidden) for item in data]
+    if isinstance(data, dict):
+        return {key: _replace_strings(value, hidden) for key, value in data.items()}
+    return data
