@@ -12,9 +12,8 @@ from typing import Any
 
 from affidavit.cli_commands import EXIT_OK, Context, UsageError
 from affidavit.errors import NotFound
+from affidavit.service.keys import ROLES
 from affidavit.store import display_location
-
-ROLES = ("reader", "ingester", "reviewer", "admin")
 
 
 def add_service_commands(sub: Any, common: argparse.ArgumentParser,

@@ -1,9 +1,13 @@
-"""The HTTP service: an authenticated, thin shell around :class:`affidavit.query.Engine`."""
+"""The HTTP service: an authenticated, thin shell around :class:`affidavit.query.Engine`.
 
-from affidavit.service.app import ROUTERS, create_app, store_opener_for
-from affidavit.service.auth import PERMISSIONS, Credential
-from affidavit.service.keys import ROLES, issue_key
-from affidavit.service.state import ServiceState, caller_for, service_state
+Names load on first use, so that the CLI (``affidavit keys``) can use the key functions
+without importing the web framework.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __all__ = [
     "PERMISSIONS",
@@ -17,3 +21,17 @@ __all__ = [
     "service_state",
     "store_opener_for",
 ]
+
+_WHERE = {
+    "PERMISSIONS": "affidavit.service.auth", "Credential": "affidavit.service.auth",
+    "ROLES": "affidavit.service.keys", "issue_key": "affidavit.service.keys",
+    "ROUTERS": "affidavit.service.app", "create_app": "affidavit.service.app",
+    "store_opener_for": "affidavit.service.app", "ServiceState": "affidavit.service.state",
+    "caller_for": "affidavit.service.state", "service_state": "affidavit.service.state",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'affidavit.service' has no attribute {name!r}")
