@@ -19,7 +19,14 @@ from affidavit import __version__
 from affidavit import config as config_module
 from affidavit.config import Settings
 from affidavit.errors import LimitExceeded
-from affidavit.service import ledger_routes, query_routes, stream_routes
+from affidavit.service import (
+    admin_routes,
+    document_routes,
+    ingest_routes,
+    ledger_routes,
+    query_routes,
+    stream_routes,
+)
 from affidavit.service.limits import BodySizeLimit
 from affidavit.service.problems import install_problem_handlers, problem_for
 from affidavit.service.state import ServiceState
@@ -27,7 +34,8 @@ from affidavit.store import open_store
 from affidavit.store.base import Store
 
 ROUTERS: tuple[APIRouter, ...] = (query_routes.router, stream_routes.router,
-                                  ledger_routes.router)
+                                  ledger_routes.router, document_routes.router,
+                                  ingest_routes.router, admin_routes.router)
 
 DESCRIPTION = """A governed retrieval-augmented generation engine over HTTP.
 

@@ -1,0 +1,239 @@
+"""Administration and review over HTTP, each behind a role, always in the credential's tenant.
+
+* ``/v1/admin/authz``: relationship tuples and label grants (role admin);
+* ``/v1/admin/keys``: API keys of the tenant (role admin; a key is shown once);
+* ``/v1/admin/runs`` and ``/v1/admin/quarantine``: ingestion runs and their quarantine
+  (roles ingester and admin);
+* ``/v1/review/sire``: SIRE proposals as the reviewer may see them, and their approval,
+  recorded with the reviewer's principal from the credential (roles reviewer and admin).
+
+Who acts is never read from a body: approvals and releases name the credential's principal.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from affidavit.authz import StoreAuthorizer, parse_tuple
+from affidavit.authz.tuples import parse_subject
+from affidavit.errors import InputRejected, NotFound
+from affidavit.identity.lifecycle import approve_sire
+from affidavit.identity.sire_labels import sire_records_for
+from affidavit.query import Engine
+from affidavit.service.keys import describe, issue_key
+from affidavit.service.schemas import PROBLEMS
+from affidavit.service.state import AdminCaller, IngestCaller, ReviewCaller, service_state
+from affidavit.store.base import SireRecord
+
+router = APIRouter(tags=["admin"])
+
+
+class TupleBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    tuple: str = Field(min_length=1, description="object#relation@subject")
+
+
+class GrantBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    subject: str = Field(min_length=1, description="user:alice or group:finance#member")
+    labels: list[str] = Field(min_length=1)
+
+
+class KeyBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    principal: str = Field(min_length=1)
+    role: Literal["reader", "ingester", "reviewer", "admin"] = "reader"
+    expires: str | None = Field(default=None, description="YYYY-MM-DD or an ISO time")
+
+
+class ReleaseBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    run_id: str = Field(min_length=1)
+    alias: str = Field(min_length=1)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+# ---------------------------------------------------------------------- tuples and grants
+
+@router.get("/v1/admin/authz", responses=PROBLEMS)
+async def list_authz(request: Request, caller: AdminCaller) -> dict[str, Any]:
+    """Every tuple (configured and stored, with its source) and every grant of the tenant."""
+    def listing(engine: Engine) -> dict[str, Any]:
+        authorizer = StoreAuthorizer(engine.store, engine.settings)
+        tuples = sorted(authorizer.all_tuples(caller.tenant), key=str)
+        grants = authorizer.all_grants(caller.tenant)
+        return {"tuples": [{"tuple": str(t), "source": t.source} for t in tuples],
+                "grants": {k: sorted(v) for k, v in sorted(grants.items())}}
+    return await service_state(request).call(caller, listing)
+
+
+@router.post("/v1/admin/authz/tuples", responses=PROBLEMS)
+async def add_tuple(body: TupleBody, request: Request, caller: AdminCaller) -> dict[str, Any]:
+    rel = parse_tuple(body.tuple)
+    changed = await service_state(request).call(
+        caller, lambda engine: engine.store.add_tuple(caller.tenant, rel, at=_now()))
+    return {"tuple": str(rel), "added": changed}
+
+
+@router.post("/v1/admin/authz/tuples/remove", responses=PROBLEMS)
+async def remove_tuple(body: TupleBody, request: Request,
+                       caller: AdminCaller) -> dict[str, Any]:
+    """Remove a stored tuple (tuples from the settings file are changed there)."""
+    rel = parse_tuple(body.tuple)
+
+    def remove(engine: Engine) -> bool:
+        configured = engine.settings.policy_for(caller.tenant).authz.tuples
+        if str(rel) in {str(parse_tuple(t)) for t in configured}:
+            raise InputRejected("CONFIGURED_TUPLE", "the tuple is defined in the settings file")
+        return engine.store.remove_tuple(caller.tenant, rel)
+
+    if not await service_state(request).call(caller, remove):
+        raise NotFound("no such tuple in the store")
+    return {"tuple": str(rel), "removed": True}
+
+
+def _grant_args(body: GrantBody, labels_known: tuple[str, ...]) -> tuple[str, list[str]]:
+    labels = [label.upper() for label in body.labels]
+    if any(label not in labels_known for label in labels):
+        raise InputRejected("UNKNOWN_LABEL", "name configured labels only")
+    return parse_subject(body.subject), labels
+
+
+@router.post("/v1/admin/authz/grants", responses=PROBLEMS)
+async def grant(body: GrantBody, request: Request, caller: AdminCaller) -> dict[str, Any]:
+    state = service_state(request)
+    subject, labels = _grant_args(body, state.settings.sensitivity.labels)
+    added = await state.call(caller, lambda engine: engine.store.grant(
+        caller.tenant, subject, labels, at=_now()))
+    return {"subject": subject, "granted": added}
+
+
+@router.post("/v1/admin/authz/grants/revoke", responses=PROBLEMS)
+async def revoke(body: GrantBody, request: Request, caller: AdminCaller) -> dict[str, Any]:
+    state = service_state(request)
+    subject, labels = _grant_args(body, state.settings.sensitivity.labels)
+    removed = await state.call(caller, lambda engine: engine.store.revoke(
+        caller.tenant, subject, labels))
+    return {"subject": subject, "revoked": removed}
+
+
+# ---------------------------------------------------------------------- API keys
+
+@router.post("/v1/admin/keys", status_code=201, responses=PROBLEMS)
+async def create_key(body: KeyBody, request: Request, caller: AdminCaller) -> dict[str, Any]:
+    """A key of the caller's tenant; ``key`` is shown in this response only."""
+    issued = await service_state(request).call(caller, lambda engine: issue_key(
+        engine.store, caller.tenant, body.principal, role=body.role, expires=body.expires))
+    return issued.to_dict()
+
+
+@router.get("/v1/admin/keys", responses=PROBLEMS)
+async def list_keys(request: Request, caller: AdminCaller) -> dict[str, Any]:
+    records = await service_state(request).call(
+        caller, lambda engine: engine.store.list_api_keys(caller.tenant))
+    return {"keys": [describe(r) for r in records]}
+
+
+@router.post("/v1/admin/keys/{key_id}/revoke", responses=PROBLEMS)
+async def revoke_key(key_id: str, request: Request, caller: AdminCaller) -> dict[str, Any]:
+    revoked = await service_state(request).call(
+        caller, lambda engine: engine.store.revoke_api_key(caller.tenant, key_id, at=_now()))
+    if not revoked:
+        raise NotFound(f"no active key {key_id}")
+    return {"key_id": key_id, "revoked": True}
+
+
+# ---------------------------------------------------------------------- runs and quarantine
+
+@router.get("/v1/admin/runs", responses=PROBLEMS)
+async def list_runs(request: Request, caller: IngestCaller, limit: int = 50) -> dict[str, Any]:
+    runs = await service_state(request).call(
+        caller, lambda engine: engine.store.list_runs(caller.tenant, limit=min(limit, 500)))
+    return {"runs": [{"run_id": r.run_id, "status": r.status, "started_at": r.started_at,
+                      "finished_at": r.finished_at} for r in runs]}
+
+
+@router.get("/v1/admin/runs/{run_id}", responses=PROBLEMS)
+async def show_run(run_id: str, request: Request, caller: IngestCaller) -> dict[str, Any]:
+    def show(engine: Engine) -> dict[str, Any]:
+        run = engine.store.get_run(caller.tenant, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id}")
+        return {"run_id": run.run_id, "status": run.status, "started_at": run.started_at,
+                "finished_at": run.finished_at, "summary": json.loads(run.summary_json or "{}"),
+                "quarantined": [q.__dict__ for q in engine.store.list_quarantine(
+                    caller.tenant, run.run_id)]}
+    return await service_state(request).call(caller, show)
+
+
+@router.get("/v1/admin/quarantine", responses=PROBLEMS)
+async def list_quarantine(request: Request, caller: IngestCaller, run_id: str | None = None,
+                          all: bool = False) -> dict[str, Any]:
+    """Quarantined documents (unreleased ones unless ``all``)."""
+    records = await service_state(request).call(
+        caller, lambda engine: engine.store.list_quarantine(caller.tenant, run_id))
+    return {"quarantined": [q.__dict__ for q in records if all or q.released_by is None]}
+
+
+@router.post("/v1/admin/quarantine/release", responses=PROBLEMS)
+async def release_quarantine(body: ReleaseBody, request: Request,
+                             caller: IngestCaller) -> dict[str, Any]:
+    """Release an entry (recorded as released by the caller): the next ingest of its source
+    tries it again."""
+    released = await service_state(request).call(
+        caller, lambda engine: engine.store.release_quarantine(
+            caller.tenant, body.run_id, body.alias, by=caller.principal, at=_now()))
+    if not released:
+        raise NotFound("no unreleased quarantine entry with that run and alias")
+    return {"run_id": body.run_id, "alias": body.alias, "released_by": caller.principal}
+
+
+# ---------------------------------------------------------------------- SIRE review
+
+def _sire_view(record: SireRecord) -> dict[str, Any]:
+    return {"sire_id": record.sire_id, "doc_id": record.node_id, "alias": record.alias,
+            "title": record.title, "state": record.state, "approved_by": record.approved_by,
+            "approved_at": record.approved_at, **record.sire.to_dict()}
+
+
+def _visible_sire(engine: Engine, principal: str, state: str | None) -> list[SireRecord]:
+    authz = engine.authz_context(principal)
+    return sire_records_for(engine.store, authz, engine.store.list_sire(authz.tenant,
+                                                                        state=state))
+
+
+@router.get("/v1/review/sire", responses=PROBLEMS)
+async def list_sire(request: Request, caller: ReviewCaller,
+                    state: Literal["PROPOSED", "ACTIVE"] | None = None) -> dict[str, Any]:
+    """SIRE records of the documents the reviewer may read, with the terms it may see."""
+    records = await service_state(request).call(
+        caller, lambda engine: _visible_sire(engine, caller.principal, state))
+    return {"sire": [_sire_view(r) for r in records]}
+
+
+@router.post("/v1/review/sire/{sire_id}/approve", responses=PROBLEMS)
+async def approve(sire_id: str, request: Request, caller: ReviewCaller) -> dict[str, Any]:
+    """Approve a proposal the reviewer may see; the approver is the credential's principal."""
+    def approve_visible(engine: Engine) -> dict[str, Any]:
+        visible = {r.sire_id: r for r in _visible_sire(engine, caller.principal, None)}
+        if sire_id not in visible:
+            raise NotFound(f"no SIRE record {sire_id} that you may review")
+        record = approve_sire(engine.store, caller.tenant, sire_id, by=caller.principal,
+                              at=_now())
+        return _sire_view(_visible_sire_record(engine, caller.principal, record))
+    return await service_state(request).call(caller, approve_visible)
+
+
+def _visible_sire_record(engine: Engine, principal: str, record: SireRecord) -> SireRecord:
+    shown = sire_records_for(engine.store, engine.authz_context(principal), [record])
+    if not shown:
+        raise NotFound(f"no SIRE record {record.sire_id} that you may review")
+    return shown[0]

@@ -1,0 +1,196 @@
+"""Ingestion runs started over HTTP: named at once, executed in the background.
+
+On SQLite the run executes on this process's ingestion thread (one run at a time per
+process; the tenant's ingest lock orders runs of several processes). On PostgreSQL the
+documents are put on the tenant's ingestion queue and ``affidavit worker`` processes drain
+it (:mod:`affidavit.worker`). Either way the run's id is returned before any document is
+read, and its state is read back from the store's ``runs`` table; until the run's row
+exists (a URL still being listed, a run waiting for the tenant's lock), this process
+remembers it as pending.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from affidavit.config import Settings
+from affidavit.errors import AffidavitError, InputRejected, NotFound
+from affidavit.ingest import Ingestor
+from affidavit.records import DocumentMetadata, SourceDocument, canonical_json
+from affidavit.sources import StaticSource, listing_key, location_scheme, parse_metadata
+from affidavit.sources import source_for as transport_for
+from affidavit.sources.base import Transport
+from affidavit.store.base import Store
+
+UPLOAD_SYSTEM = "upload"
+# A run waiting for another run of its tenant waits this long before it fails.
+LOCK_WAIT_SECONDS = 3600.0
+REMOTE_SCHEMES = ("https", "sftp")
+
+
+@dataclass(frozen=True)
+class Upload:
+    """One uploaded file and the metadata declared for it (as in a sidecar)."""
+
+    filename: str
+    content: bytes
+    metadata: DocumentMetadata = field(default_factory=DocumentMetadata)
+
+
+def upload_documents(uploads: Sequence[Upload], max_bytes: int) -> list[SourceDocument]:
+    """Source documents of an upload; an oversized file is refused as a transport would."""
+    documents: list[SourceDocument] = []
+    for upload in uploads:
+        name = upload.filename.replace("\\", "/").lstrip("/")
+        if not name or any(part in ("", ".", "..") for part in name.split("/")):
+            raise InputRejected("MALFORMED_FILENAME", "an uploaded file needs a plain name")
+        rejection = None
+        content = upload.content
+        if len(content) > max_bytes:
+            rejection, content = ("TOO_LARGE", f"larger than {max_bytes} bytes"), b""
+        documents.append(SourceDocument(
+            UPLOAD_SYSTEM, upload.metadata.source_id or name,
+            hashlib.sha256(upload.content).hexdigest(), content, f"upload/{name}",
+            upload.metadata, rejection))
+    return documents
+
+
+def parse_upload_metadata(text: str | None, filenames: Sequence[str]
+                          ) -> dict[str, DocumentMetadata]:
+    """The ``metadata`` form field: a JSON object from file name to its metadata."""
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InputRejected("MALFORMED_METADATA", "metadata must be a JSON object") from exc
+    if not isinstance(data, dict):
+        raise InputRejected("MALFORMED_METADATA", "metadata must be a JSON object")
+    unknown = sorted(set(data) - set(filenames))
+    if unknown:
+        raise InputRejected("MALFORMED_METADATA", "metadata names files that were not sent")
+    return {name: parse_metadata(value, origin=f"metadata[{name}]")
+            for name, value in data.items()}
+
+
+def remote_transport(location: str, settings: Settings) -> Transport:
+    """The transport of a source URL: https or sftp only (never a path on the server)."""
+    if location_scheme(location) not in REMOTE_SCHEMES:
+        raise InputRejected("UNSUPPORTED_SCHEME", "give an https:// or sftp:// URL")
+    return transport_for(location, settings, source_system=location_scheme(location) or "")
+
+
+@dataclass
+class PendingRun:
+    tenant: str
+    started_at: str
+    failure: str | None = None
+
+
+class IngestJobs:
+    """The runs this process started, and the thread that executes them on SQLite."""
+
+    def __init__(self, settings: Settings, store: Callable[[], Store]):
+        self.settings = settings
+        self._store = store
+        self._pending: dict[str, PendingRun] = {}
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="affidavit-ingest")
+
+    def start(self, tenant: str, transport: Transport | None,
+              documents: Sequence[SourceDocument] = (), *, listing: str | None = None) -> str:
+        """Start a run of ``documents`` (an upload) or of ``transport`` (a URL)."""
+        run_id = "run-" + uuid.uuid4().hex[:16]
+        store = self._store()
+        if store.backend == "postgres" and transport is None:
+            self._enqueue(store, tenant, run_id, documents)
+            return run_id
+        with self._lock:
+            self._pending[run_id] = PendingRun(tenant, _now())
+        self._executor.submit(self._execute, tenant, run_id, transport, list(documents),
+                              listing)
+        return run_id
+
+    def _execute(self, tenant: str, run_id: str, transport: Transport | None,
+                 documents: list[SourceDocument], listing: str | None) -> None:
+        store = self._store()
+        try:
+            if store.backend == "postgres":
+                assert transport is not None
+                self._enqueue(store, tenant, run_id, list(transport.list_documents()))
+            else:
+                source = transport or StaticSource(documents, source_system=UPLOAD_SYSTEM)
+                Ingestor(store, self.settings, tenant=tenant).run(
+                    [source], listing=listing, wait_seconds=LOCK_WAIT_SECONDS, run_id=run_id)
+        except AffidavitError as exc:
+            # The run may never have reached the store: remember why it did not.
+            with self._lock:
+                self._pending[run_id].failure = type(exc).__name__
+            return
+        except Exception:  # a defect must not kill the ingestion thread
+            with self._lock:
+                self._pending[run_id].failure = "INTERNAL_ERROR"
+            return
+        with self._lock:
+            self._pending.pop(run_id, None)
+
+    def _enqueue(self, store: Store, tenant: str, run_id: str,
+                 documents: Sequence[SourceDocument]) -> None:
+        from affidavit.store.postgres import PostgresStore
+        from affidavit.store.postgres_queue import enqueue_documents
+
+        assert isinstance(store, PostgresStore)
+        ingestor = Ingestor(store, self.settings, tenant=tenant)
+        enqueue_documents(store, tenant, run_id, documents, params_json=canonical_json(
+            {"epoch": ingestor.epoch, "queued": True}))
+
+    def status(self, tenant: str, run_id: str) -> dict[str, Any]:
+        """The run as the API shows it; NotFound for a run of another tenant."""
+        run = self._store().get_run(tenant, run_id)
+        if run is not None:
+            status = "RUNNING" if run.status == "QUEUED" else run.status
+            summary = json.loads(run.summary_json or "{}")
+            quarantined = [{"alias": q.alias, "source_id": q.source_id,
+                            "reason_code": q.reason_code, "message": q.message}
+                           for q in self._store().list_quarantine(tenant, run_id)]
+            return {"run_id": run.run_id, "status": status, "queued": run.status == "QUEUED",
+                    "started_at": run.started_at, "finished_at": run.finished_at,
+                    "summary": summary, "quarantined": quarantined}
+        with self._lock:
+            pending = self._pending.get(run_id)
+        if pending is None or pending.tenant != tenant:
+            raise NotFound(f"no ingestion run {run_id}")
+        return {"run_id": run_id, "status": "FAILED" if pending.failure else "RUNNING",
+                "queued": pending.failure is None, "started_at": pending.started_at,
+                "finished_at": None,
+                "summary": {"failure": pending.failure} if pending.failure else {},
+                "quarantined": []}
+
+    def boundary(self, tenant: str, run_id: str) -> dict[str, Any]:
+        """The run's boundary record and its dead-letter (quarantine) entries."""
+        view = self.status(tenant, run_id)
+        dlq = [{"alias": q.alias, "source_id": q.source_id, "reason_code": q.reason_code,
+                "message": q.message, "at": q.at, "released_by": q.released_by,
+                "released_at": q.released_at}
+               for q in self._store().list_quarantine(tenant, run_id)]
+        return {"run_id": run_id, "status": view["status"],
+                "boundary": view["summary"].get("boundary") or {}, "dlq": dlq}
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+
+
+def listing_for(location: str) -> str | None:
+    return listing_key(location)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
