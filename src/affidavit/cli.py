@@ -22,7 +22,6 @@ from affidavit.cli_commands import (
     cmd_ask,
     cmd_authz,
     cmd_ingest,
-    cmd_init,
     cmd_ledger_replay,
     cmd_ledger_show,
     cmd_quarantine,
@@ -31,7 +30,9 @@ from affidavit.cli_commands import (
     cmd_sire,
     cmd_worker,
 )
+from affidavit.cli_diagnose import add_explain_command, add_whoami_command
 from affidavit.cli_identity import add_identity_commands
+from affidavit.cli_init import cmd_init
 from affidavit.cli_ledger import cmd_ledger_checkpoint, cmd_ledger_keygen, cmd_ledger_verify
 from affidavit.cli_service import add_service_commands
 from affidavit.errors import AffidavitError, AuthorizationError, InputRejected
@@ -75,7 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("init", parents=[common], help="create the database",
-                       description="Create the database and apply migrations.")
+                       description="Create the database and apply migrations; with "
+                                   "--example, first write the example settings "
+                                   "(affidavit.toml) and corpus (corpus/) here.")
+    p.add_argument("--example", action="store_true",
+                   help="write the bundled example affidavit.toml and corpus/ first")
+    p.add_argument("--force", action="store_true",
+                   help="with --example: overwrite files that already exist")
     p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("ingest", parents=[common, as_json],
@@ -127,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_ledger(sub, common, reader, as_json)
     _add_authz(sub, common, as_json)
+    add_whoami_command(sub, common, as_json)
     _add_sire(sub, common, as_json)
     add_identity_commands(sub, common, as_json)
     add_service_commands(sub, common, as_json)
@@ -226,6 +234,7 @@ def _add_authz(sub: Any, common: Any, as_json: Any) -> None:
     q = asub.add_parser("list", parents=[common, as_json], help="list tuples and grants",
                         description="List tuples and grants from settings and the store.")
     q.set_defaults(func=cmd_authz)
+    add_explain_command(asub, common, as_json)
 
 
 def _add_sire(sub: Any, common: Any, as_json: Any) -> None:

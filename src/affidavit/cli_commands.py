@@ -75,16 +75,6 @@ class Context:
 # --------------------------------------------------------------------------- commands
 
 
-def cmd_init(ctx: Context) -> int:
-    store = ctx.store(create=True)
-    store.ensure_tenant(ctx.tenant)
-    print(f"initialized {ctx.settings.store.db} ({store.backend}, schema "
-          f"v{store.schema_version()}, tenant {ctx.tenant})")
-    if ctx.settings.source_file is None:
-        print("no affidavit.toml found: defaults in use (no [acl] default, no groups or grants)")
-    return EXIT_OK
-
-
 def _progress(total_hint: int | None) -> Callable[[int, DocumentOutcome], None]:
     def report(done: int, outcome: DocumentOutcome) -> None:
         extra = f" ({outcome.reason_code})" if outcome.status == QUARANTINED else ""
@@ -122,6 +112,9 @@ def cmd_ingest(ctx: Context) -> int:
             print(f"  withdrawn (gone from the source): {alias}")
         for warning in data["warnings"]:
             print(f"  warning: {warning}")
+    from affidavit.cli_diagnose import warn_default_label_unreadable
+
+    warn_default_label_unreadable(ctx)
     return EXIT_QUARANTINED if data["quarantined"] else EXIT_OK
 
 
@@ -187,6 +180,10 @@ def cmd_search(ctx: Context) -> int:
     engine = Engine(ctx.store(), ctx.settings, tenant=ctx.tenant)
     hits = engine.search(parse_principal(ctx.args.as_principal), ctx.args.query,
                          limit=ctx.args.limit)
+    if not hits:
+        from affidavit.cli_diagnose import warn_if_unknown_principal
+
+        warn_if_unknown_principal(ctx, ctx.args.as_principal)
     if ctx.args.json:
         _print_json([h.to_dict(operator=ctx.args.explain) for h in hits])
         return EXIT_OK
@@ -212,6 +209,10 @@ def cmd_ask(ctx: Context) -> int:
     principal = parse_principal(ctx.args.as_principal)
     engine = Engine(ctx.store(), ctx.settings, tenant=ctx.tenant)
     result = engine.ask(principal, ctx.args.question, role=ctx.args.role)
+    if not result.citations:
+        from affidavit.cli_diagnose import warn_if_unknown_principal
+
+        warn_if_unknown_principal(ctx, principal)
     if ctx.args.json:
         _print_json(result.to_dict())
         return EXIT_OK
@@ -278,7 +279,8 @@ def cmd_authz(ctx: Context) -> int:
             changed = store.add_tuple(ctx.tenant, rel, at=_now())
             print(("added " if changed else "already present: ") + str(rel))
         else:
-            if str(rel) in {str(parse_tuple(t)) for t in ctx.settings.authz.tuples}:
+            configured = ctx.settings.policy_for(ctx.tenant).authz.tuples
+            if str(rel) in {str(parse_tuple(t)) for t in configured}:
                 raise UsageError(f"{rel} is defined in {ctx.settings.source_file}; edit that file")
             if not store.remove_tuple(ctx.tenant, rel):
                 raise UsageError(f"no such tuple in the store: {rel}")
