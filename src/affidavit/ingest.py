@@ -231,13 +231,16 @@ class Ingestor:
         return withdrawn
 
     def _close_interrupted_runs(self) -> None:
-        """A RUNNING run whose process on this host is gone was killed: mark it FAILED."""
-        host = socket.gethostname()
+        """Mark FAILED every other run still marked RUNNING: it was killed.
+
+        Called holding the tenant's ingestion lock, which a live run would be holding, so
+        this needs no process id (which another process may have reused) and works for runs
+        of any host. A queue's runs are drained by workers, not one process: left alone.
+        """
         for run in self.store.list_runs(self.tenant, limit=20):
             if run.status != "RUNNING":
                 continue
-            params = json.loads(run.params_json or "{}")
-            if params.get("host") == host and not _pid_alive(int(params.get("pid", 0))):
+            if not json.loads(run.params_json or "{}").get("queued"):
                 self.store.finish_run(self.tenant, run.run_id, status="FAILED", at=_now(),
                                       summary_json=canonical_json({"interrupted": True}))
 
@@ -404,18 +407,6 @@ def _merge_metadata(front: DocumentMetadata, sidecar: DocumentMetadata) -> Docum
             raise InputRejected("CONFLICTING_METADATA",
                                 f"front matter and sidecar disagree on {key!r}")
     return front.merged_over(sidecar)
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def locator_for(alias: str, draft: ChunkDraft) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -20,6 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from affidavit.config import Settings
+from affidavit.ingest import Ingestor
+from affidavit.sources import LocalFolderSource
+from affidavit.store import SQLiteStore
 
 pytestmark = pytest.mark.slow
 
@@ -158,3 +164,19 @@ def test_a_killed_run_leaves_no_stale_lock(holder: Holder, corpus: Path, databas
     with sqlite3.connect(database) as conn:
         statuses = sorted(row[0] for row in conn.execute("SELECT status FROM runs"))
     assert statuses == ["COMPLETED", "FAILED"]  # the killed run is closed as interrupted
+
+
+def test_a_run_left_running_on_another_host_is_closed_by_the_next(
+        corpus: Path, database: Path) -> None:
+    # The next run holds the tenant's lock, which a live run would hold: whatever is still
+    # marked RUNNING was interrupted, on this host (pid perhaps reused) or any other.
+    store = SQLiteStore(database)
+    try:
+        for run_id, host in (("run-elsewhere", "another-host"), ("run-here", socket.gethostname())):
+            store.start_run("default", run_id, at="2026-01-01T00:00:00+00:00",
+                            params_json=json.dumps({"pid": os.getpid(), "host": host}))
+        Ingestor(store, Settings()).run([LocalFolderSource(corpus, max_document_bytes=1 << 20)])
+        statuses = {run.run_id: run.status for run in store.list_runs("default")}
+    finally:
+        store.close()
+    assert statuses["run-elsewhere"] == "FAILED" and statuses["run-here"] == "FAILED"
