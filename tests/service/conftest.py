@@ -74,15 +74,24 @@ def running_service(settings: Settings, store_opener: Callable[[], Store], *,
 
 @dataclass
 class Deployment:
-    """The canary corpus in a SQLite file, its settings, and a key per person."""
+    """The canary corpus in a store (a SQLite file, or a PostgreSQL DSN), its settings, and
+    a key per person."""
 
     root: Path
     db: Path
     settings: Settings
     keys: dict[str, str] = field(default_factory=dict)
+    dsn: str | None = None
+
+    def open_store(self) -> Store:
+        if self.dsn is not None:
+            from affidavit.store.postgres import PostgresStore
+
+            return PostgresStore(self.dsn)
+        return SQLiteStore(self.db, create=False)
 
     def opener(self) -> Callable[[], Store]:
-        return lambda: SQLiteStore(self.db, create=False)
+        return self.open_store
 
     def with_settings(self, **service: Any) -> Settings:
         """These settings with some ``[service]`` values changed."""
@@ -98,7 +107,8 @@ class Deployment:
             yield service
 
 
-def build_deployment(root: Path, extra_settings: str = "") -> Deployment:
+def build_deployment(root: Path, extra_settings: str = "", *, dsn: str | None = None
+                     ) -> Deployment:
     (root / "affidavit.toml").write_text(SETTINGS + extra_settings, encoding="utf-8")
     write_corpus(root / "corpus")
     # A figure the model can contradict (a BLOCKED answer needs a contradicted claim).
@@ -108,7 +118,12 @@ def build_deployment(root: Path, extra_settings: str = "") -> Deployment:
     settings = config.load(root / "affidavit.toml", environ={})
     db = root / "service.db"
     settings = settings.replace(store=settings.store.__class__(db=str(db)))
-    store = SQLiteStore(db)
+    store: Store = SQLiteStore(db)
+    if dsn is not None:
+        from affidavit.store.postgres import PostgresStore
+
+        store.close()
+        store = PostgresStore(dsn)
     try:
         Ingestor(store, settings, tenant=settings.tenant).run(
             [source_for(str(root / "corpus"), settings, source_system="files")])
@@ -121,7 +136,7 @@ def build_deployment(root: Path, extra_settings: str = "") -> Deployment:
         keys["sam@other"] = issue_key(store, OTHER_TENANT, "user:sam").key
     finally:
         store.close()
-    return Deployment(root, db, settings, keys)
+    return Deployment(root, db, settings, keys, dsn)
 
 
 def _other_tenant(store: Store, settings: Settings, root: Path) -> None:
