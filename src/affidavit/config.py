@@ -15,6 +15,7 @@ Any problem raises :class:`~affidavit.errors.ConfigurationError` naming the key 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -432,13 +433,23 @@ def _build(cls: type[Any], data: Any, prefix: str, source: str) -> Any:
     names = {f.name for f in dataclasses.fields(cls) if f.name != "source_file"}
     unknown = sorted(set(data) - names)
     if unknown:
-        raise ConfigurationError("unknown setting", key=prefix + unknown[0], source=source)
+        raise ConfigurationError(_unknown_message(unknown[0], data[unknown[0]], names, prefix),
+                                 key=prefix + unknown[0], source=source)
     kwargs: dict[str, Any] = {}
     for name in names:
         if name not in data:
             continue
         kwargs[name] = _coerce(hints[name], data[name], prefix + name, source)
     return cls(**kwargs)
+
+
+def _unknown_message(name: str, value: Any, valid: set[str], prefix: str) -> str:
+    """"unknown setting" (or section), with the nearest valid name when one is close."""
+    kind = "section" if isinstance(value, Mapping) else "setting"
+    nearest = difflib.get_close_matches(name, sorted(valid), n=1, cutoff=0.6)
+    if nearest:
+        return f"unknown {kind}; did you mean {prefix + nearest[0]!r}?"
+    return f"unknown {kind}; valid here: {', '.join(sorted(valid))}"
 
 
 def _coerce(hint: Any, value: Any, key: str, source: str) -> Any:
