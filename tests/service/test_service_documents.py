@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pypdf
 import pytest
-from tests.fixtures.hostile.build import text_pdf
 
 from affidavit.classify.derived import HEADING_WITHHELD
 from affidavit.identity.lifecycle import approve_sires
 from affidavit.ingest import Ingestor
 from affidavit.sources import source_for
 from affidavit.store import SQLiteStore
+from tests.fixtures.hostile.build import text_pdf
 from tests.service.conftest import NOW, Deployment, RunningService, build_deployment
 
 SECRET = "Lighthouse"  # a RESTRICTED keyword
