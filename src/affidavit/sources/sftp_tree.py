@@ -5,10 +5,14 @@ Everything the server says is untrusted. Names are plain file names or refused
 read, and never past the size limit.
 
 An SFTP open follows links on the server, and a path checked with ``lstat`` can be swapped
-for a link before the open and swapped back after it. So what was actually opened is
-checked: the open handle's own attributes (``fstat``) must describe the file the ``lstat``
-before the open saw, and so must an ``lstat`` after it; otherwise the document is refused
-with ``SOURCE_CHANGED`` and its bytes are dropped unread by anything else.
+for a link before the open and swapped back after it; so can any folder on the path, which
+``lstat`` looks through. So what was actually opened is checked: the open handle's own
+attributes (``fstat``) must describe the file the ``lstat`` before the open saw, the
+server's real path of it after the open must be the path itself (no link anywhere on it),
+and an ``lstat`` after that must still describe the same file; otherwise the document is
+refused with ``SOURCE_CHANGED`` and its bytes are dropped unread by anything else. A folder
+whose real path is not its own path when it has been read is refused with its entries
+(``SYMLINK_REFUSED``), so that not even the names of files outside the root are listed.
 
 What remains: SFTP version 3 reports no inode number, so "the same file" means the same
 type, mode, owner, group, size and modification time (and the finer times a newer server
@@ -95,6 +99,10 @@ async def list_tree(sftp: SFTPClient, root: bytes) -> list[RemoteEntry]:
             raise
         except ssh.SFTPError:
             continue  # an unreadable or vanished folder: nothing in it can be listed
+        if await _real_path(sftp, folder) != folder:
+            problem = "a folder was swapped for a link while being listed"
+            entries.append(_refused(prefix.rstrip("/") or ".", SYMLINK_REFUSED, problem))
+            continue
         for found in names:
             entry = await _visit(sftp, real_root, folder, prefix, found, pending)
             if entry is not None:
@@ -173,6 +181,7 @@ async def read_file(sftp: SFTPClient, path: bytes, limit: int) -> bytes | Vanish
         async with sftp.open(path, "rb") as handle:
             opened = await handle.stat()
             data = await handle.read(limit + 1) if same_file(before, opened) else None
+        real = await _real_path(sftp, path)
         after = await sftp.lstat(path)
     except ssh.SFTPNoSuchFile:
         return VANISHED
@@ -180,10 +189,22 @@ async def read_file(sftp: SFTPClient, path: bytes, limit: int) -> bytes | Vanish
         raise
     except ssh.SFTPError as exc:
         raise InputRejected(UNREADABLE, f"{_text(path)}: {exc.reason}") from exc
-    if data is None or not same_file(before, after):
+    if data is None or real != posixpath.normpath(path) or not same_file(before, after):
         raise InputRejected(SOURCE_CHANGED, f"{_text(path)}: not the file that was checked "
                             "(swapped or changed while being opened)")
     return None if len(data) > limit else _raw(data)
+
+
+async def _real_path(sftp: SFTPClient, path: bytes) -> bytes | None:
+    """The server's canonical form of ``path``, links resolved; None when it gives none (a
+    chrooted server refuses to resolve a link that leads out of its root)."""
+    ssh = load_asyncssh()
+    try:
+        return _raw(await sftp.realpath(path))
+    except connection_errors():
+        raise
+    except ssh.SFTPError:
+        return None
 
 
 def same_file(checked: SFTPAttrs, found: SFTPAttrs) -> bool:
