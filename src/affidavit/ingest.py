@@ -21,6 +21,7 @@ from affidavit.authz.tuples import document_object_tokens, parse_subject
 from affidavit.chunking import chunk_document
 from affidavit.classify import SensitivityPolicy, build_segments, classify_paragraphs
 from affidavit.classify.derived import DocumentDerivedLabels, format_locator, label_derived
+from affidavit.classify.epoch import label_epoch
 from affidavit.classify.labels import label_text
 from affidavit.config import Settings
 from affidavit.errors import AffidavitError, InputRejected
@@ -83,6 +84,7 @@ class RunSummary:
     status: str = "RUNNING"
     outcomes: list[DocumentOutcome] = field(default_factory=list)
     withdrawn: list[str] = field(default_factory=list)
+    relabelled: list[str] = field(default_factory=list)
     vectors: dict[str, Any] = field(default_factory=dict)
     boundary: dict[str, Any] = field(default_factory=dict)
 
@@ -106,6 +108,7 @@ class RunSummary:
             ],
             "chunks_written": self.chunks_written,
             "withdrawn": sorted(self.withdrawn),
+            "relabelled": sorted(self.relabelled),
             "vectors": self.vectors,
             "boundary": self.boundary,
             "warnings": [f"{o.alias}: {w}" for o in self.outcomes for w in o.warnings],
@@ -129,12 +132,13 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def policy_epoch(settings: Settings, tokenizer: Tokenizer) -> str:
+def policy_epoch(settings: Settings, tokenizer: Tokenizer, tenant: str | None = None) -> str:
     """Everything that changes derived artifacts when it changes."""
     data = {
         "sensitivity": settings.to_dict()["sensitivity"],
+        "label_epoch": label_epoch(settings.sensitivity),
         "chunking": settings.to_dict()["chunking"],
-        "acl_default": list(settings.acl.default),
+        "acl_default": list(settings.policy_for(tenant or settings.tenant).acl.default),
         "sire": settings.to_dict()["sire"],
         "tokenizer": tokenizer.signature,
         "ingest": settings.to_dict()["ingest"],
@@ -152,12 +156,15 @@ class Ingestor:
         self.policy = SensitivityPolicy.from_settings(settings.sensitivity)
         lex = settings.lexical
         self.tokenizer = Tokenizer(lex.language, lex.stem, lex.stop_words)
-        self.epoch = policy_epoch(settings, self.tokenizer)
+        self.epoch = policy_epoch(settings, self.tokenizer, self.tenant)
+        self.label_epoch = label_epoch(settings.sensitivity)
 
     def run(self, sources: Iterable[Transport], *, progress: ProgressCallback | None = None,
             listing: str | None = None, wait_seconds: float = 0.0,
-            on_wait: Callable[[str], None] | None = None) -> RunSummary:
-        """Ingest every document the sources list.
+            on_wait: Callable[[str], None] | None = None,
+            run_id: str | None = None) -> RunSummary:
+        """Ingest every document the sources list (as run ``run_id`` when given: the
+        service names a run before it starts).
 
         ``listing`` names a full listing of one source location (a folder, a manifest, an
         SFTP root): nodes that its previous listing contained and this one does not are
@@ -169,17 +176,19 @@ class Ingestor:
         """
         with holding_ingest_lock(self.store, self.tenant, wait_seconds=wait_seconds,
                                  on_wait=on_wait):
-            return self._run_holding_lock(sources, progress, listing)
+            return self._run_holding_lock(sources, progress, listing, run_id)
 
     def _run_holding_lock(self, sources: Iterable[Transport],
-                          progress: ProgressCallback | None, listing: str | None) -> RunSummary:
-        summary = RunSummary(run_id="run-" + uuid.uuid4().hex[:16])
+                          progress: ProgressCallback | None, listing: str | None,
+                          run_id: str | None = None) -> RunSummary:
+        summary = RunSummary(run_id=run_id or "run-" + uuid.uuid4().hex[:16])
         self._close_interrupted_runs()
         self.store.start_run(self.tenant, summary.run_id, at=_now(), params_json=canonical_json(
             {"epoch": self.epoch, "pid": os.getpid(), "host": socket.gethostname(),
              "listing": listing}))
         seen: list[str] = []
         try:
+            self._relabel_stale(summary)
             for source in sources:
                 # Versions share store transactions, each still all or nothing on its own.
                 with self.store.batched():
@@ -201,6 +210,17 @@ class Ingestor:
         self._finish(summary)
         return summary
 
+    def _relabel_stale(self, summary: RunSummary) -> None:
+        """Derive again, from their stored bytes, documents labelled under another policy
+        (until then readers do not see them; see :mod:`affidavit.relabel`)."""
+        from affidavit.relabel import relabel_stale
+
+        for outcome in relabel_stale(self, summary.run_id, _now()):
+            if outcome.status == QUARANTINED:
+                summary.outcomes.append(outcome)
+            else:
+                summary.relabelled.append(outcome.alias)
+
     def _vectors_and_boundary(self, summary: RunSummary) -> None:
         """Embed new chunks and lock the run's geometric boundary (spec 003 §6.2).
 
@@ -209,8 +229,11 @@ class Ingestor:
         backend = make_backend(self.settings.vectors)
         if backend is None or self.settings.vectors.compute != "ingest":
             return
+        # Only the declared embedding egress is sent; the rest stays lexical-only.
         report = embed_missing(self.store, self.tenant, backend,
-                               batch_size=self.settings.vectors.batch_size)
+                               batch_size=self.settings.vectors.batch_size,
+                               labels=self.settings.egress.embedding_labels,
+                               label_epoch=self.label_epoch)
         summary.vectors = report.to_dict()
         boundary = corpus_boundary(self.store, self.tenant, backend.model_id)
         record = boundary_record(boundary, backend.model_id,
@@ -326,7 +349,8 @@ class Ingestor:
         """The version's ACL tokens: its subjects, its ``doc:`` object and the ``folder:``
         objects of its path, so that viewer and parent tuples on them (folder inheritance)
         take effect at query time with no re-index."""
-        subjects = metadata.acl if metadata.acl is not None else self.settings.acl.default
+        default = self.settings.policy_for(self.tenant).acl.default
+        subjects = metadata.acl if metadata.acl is not None else default
         acl = {parse_subject(s) for s in subjects}
         if not acl:
             outcome.warnings.append("no acl in its metadata and no [acl] default configured: "
@@ -379,7 +403,7 @@ class Ingestor:
             paragraph_labels=tuple((pl, paragraphs[pl.index].start, paragraphs[pl.index].end)
                                    for pl in labels),
             chunks=chunks, postings=postings, chunk_lengths=lengths, acl_tokens=acl, sire=sire,
-            witness=witness, run_id=run_id, created_at=now,
+            witness=witness, run_id=run_id, created_at=now, label_epoch=self.label_epoch,
         )
 
     @staticmethod

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -25,7 +25,6 @@ from affidavit.answer import (
     OpenAIProvider,
     ProviderRequest,
     ProviderResponse,
-    RestrictedGuard,
     compile_prompt,
     decide,
     evaluate_layers,
@@ -39,6 +38,7 @@ from affidavit.answer import (
 )
 from affidavit.authz import Authorizer, FailClosedAuthorizer, StoreAuthorizer
 from affidavit.classify.derived import model_labels, restricted_derived
+from affidavit.classify.epoch import label_epoch
 from affidavit.config import RESTRICTED, Settings
 from affidavit.errors import AuthorizationError, ProviderError, RestrictedContentError
 from affidavit.identity import sire_shown_to
@@ -58,6 +58,7 @@ from affidavit.retrieval import (
     sire_gate,
 )
 from affidavit.retrieval.compliance import EvidenceSubject, score_query
+from affidavit.retrieval.egress import ModelEgress
 from affidavit.retrieval.scope import check_scope
 from affidavit.store import SQLiteStore
 from affidavit.store.base import TAKE_OVER, Store
@@ -168,10 +169,17 @@ class Engine:
         self._boundary_cache: tuple[int, Boundary | None] | None = None
         self.template = load_template(settings.answer.template)
         self.ledger = LedgerWriter(store)
+        # The policy in force for this engine: labels computed under another sensitivity
+        # policy are not served, and only declared labels' text is sent to a model.
+        self.label_epoch = label_epoch(settings.sensitivity)
+        self.egress = ModelEgress.from_settings(settings)
 
     # ------------------------------------------------------------------ search
     def authz_context(self, principal: str | None) -> AuthzContext:
-        return self.authorizer.context_for(self.tenant, principal)
+        """The caller's context, pinned to this engine's label epoch whatever authorizer
+        answered: a chunk labelled under another sensitivity policy is never read."""
+        context = self.authorizer.context_for(self.tenant, principal)
+        return replace(context, label_epoch=self.label_epoch)
 
     def search(self, principal: str | None, query: str, *, limit: int | None = None
                ) -> list[SearchHit]:
@@ -202,6 +210,7 @@ class Engine:
                        principal=principal or "", role=role or self.settings.answer.role,
                        stream_to=stream_to)
         trace.record["config_version"] = config_version(self.settings)
+        trace.record["egress"] = self.egress.to_dict()
         scope = check_scope(question, self.settings.scope.out_of_scope_entities,
                             lexical=self.settings.lexical)
         if scope.refused:
@@ -225,11 +234,15 @@ class Engine:
     def _answer(self, trace: _Trace, candidates: Sequence[ScoredChunk]) -> AskResult:
         active = self.store.active_sire(self.tenant, [c.chunk.version_id for c in candidates])
         sire = sire_gate(candidates, active)
-        ranked = list(sire.kept)
+        # Undeclared labels never go on toward a model; RESTRICTED keeps its two exits.
+        egress = self.egress.gate(sire.kept)
+        trace.record["egress"] = {**self.egress.to_dict(), "gate": egress.to_dict()}
+        ranked = list(egress.kept)
         if self.settings.retrieval.rerank:
             # Rerank exit: RESTRICTED candidates hold their fused place and are never sent.
-            result = rerank(trace.question, ranked,
-                            ProviderListwiseJudge.guarded(self.provider, ranked),
+            judge = ProviderListwiseJudge(GuardedProvider(self.provider,
+                                                          self.egress.guard(candidates)))
+            result = rerank(trace.question, ranked, judge,
                             top_n=self.settings.retrieval.rerank_top_n)
             trace.record["rerank"] = result.to_dict()
             ranked = list(result.ordered)
@@ -250,7 +263,8 @@ class Engine:
             score_query(trace.question, kept, sire_of.values()).to_dict(),
             sire_of.values(), granted)
         # The model reads titles, locators and headings as a reader without RESTRICTED.
-        for_model = model_labels(granted)
+        for_model = model_labels(frozenset(trace.record["authz"]["granted_labels"]),
+                                 self.egress.answer_labels)
         evidence = [evidence_from_chunk(c, for_model) for c in context.kept]
         prompt = compile_prompt(trace.question, evidence, role=trace.role,
                                 template=self.template)
@@ -259,7 +273,7 @@ class Engine:
                                   "zones": [list(z) for z in prompt.zones]}
         restricted = [c.chunk.text for c in candidates if c.chunk.label.upper() == RESTRICTED]
         restricted += [text for c in candidates for text in restricted_derived(c.chunk)]
-        guarded = GuardedProvider(self.provider, RestrictedGuard(restricted))
+        guarded = GuardedProvider(self.provider, self.egress.guard(candidates, also=restricted))
         trace.record["provider"] = {"name": self.provider.name, "model_id": self.provider.model_id}
         if not evidence:
             return self._refuse(trace, "NO_EVIDENCE")

@@ -44,6 +44,16 @@ class VersionBundle:
     witness: str
     run_id: str
     created_at: str
+    # the sensitivity policy its chunk labels were computed under (classify.epoch)
+    label_epoch: str = ""
+
+
+CHUNK_INSERT_COLUMNS = (
+    "tenant_id, chunk_id, version_id, node_id, ordinal, start_offset, end_offset, text, "
+    "label, heading_path_json, locator, witness, n_tokens, is_head, label_epoch"
+)
+"""The chunk columns every backend writes, by name, so that later columns with defaults
+never shift a positional insert."""
 
 
 @dataclass(frozen=True)
@@ -285,14 +295,31 @@ class Store(Protocol):
         """Head chunk ids of the node(s) with this source id (any source system)."""
         ...
 
+    def document_chunk_ids(self, tenant: str, node_id: str) -> list[str]:
+        """Head chunk ids of one node in reading order (ordinal), whatever their label:
+        the document reader's outline, to be read back through :meth:`get_chunks`."""
+        ...
+
     def corpus_generation(self, tenant: str) -> int:
         """A counter that changes whenever the served corpus of the tenant changes."""
         ...
 
+    # ---- label epochs (a policy change is in force on the next request) --------------
+    def label_stale_heads(self, tenant: str, label_epoch: str) -> list[HeadInfo]:
+        """Head versions with a chunk labelled under another epoch than ``label_epoch``."""
+        ...
+
+    def blob(self, tenant: str, raw_digest: str) -> RawBlob | None:
+        """The stored raw bytes (the authority everything else is derived from)."""
+        ...
+
     # ---- vectors (one table per deployment, keyed by model id) -----------------------
-    def chunks_missing_vectors(self, tenant: str, model_id: str,
-                               limit: int) -> list[tuple[str, str]]:
-        """(chunk_id, text) of head chunks that have no vector for ``model_id`` yet."""
+    def chunks_missing_vectors(self, tenant: str, model_id: str, limit: int, *,
+                               labels: Sequence[str] | None = None,
+                               label_epoch: str | None = None) -> list[tuple[str, str]]:
+        """(chunk_id, text) of head chunks that have no vector for ``model_id`` yet; only
+        chunks with one of ``labels`` labelled under ``label_epoch`` when those are given
+        (the declared embedding egress: nothing else is sent to the backend)."""
         ...
 
     def put_vectors(self, tenant: str, model_id: str,

@@ -274,6 +274,11 @@ BEGIN SELECT RAISE(ABORT, 'identity resolutions are append-only'); END;
 CREATE TRIGGER identity_resolutions_no_delete BEFORE DELETE ON identity_resolutions
 BEGIN SELECT RAISE(ABORT, 'identity resolutions are append-only'); END;
 """),
+    Migration(8, "label_epochs", """
+-- The sensitivity policy each chunk was labelled under. Rows written before carry '', which
+-- matches no reader's epoch: they are not served until re-labelled from their blob.
+ALTER TABLE chunks ADD COLUMN label_epoch TEXT NOT NULL DEFAULT '';
+"""),
     Migration(10, "compact_lexical_plane", """
 -- A posting repeated the tenant id, the term and a 32-hex chunk id (about 55 bytes for one
 -- term frequency): now a term has a per-tenant integer key, a chunk an integer key, and a

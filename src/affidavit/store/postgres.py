@@ -27,8 +27,9 @@ from psycopg_pool import ConnectionPool
 
 from affidavit.classify.derived import derived_from_json, derived_to_json
 from affidavit.errors import StoreError
-from affidavit.records import AuthzContext, Chunk
+from affidavit.records import AuthzContext, Chunk, RawBlob
 from affidavit.store.base import (
+    CHUNK_INSERT_COLUMNS,
     COUNTABLE_TABLES,
     ChunkRecord,
     CommitResult,
@@ -212,10 +213,34 @@ class PostgresStore(PostgresIngestLocks,
             "AND c.is_head ORDER BY c.chunk_id", (tenant, source_id))
         return [str(r[0]) for r in rows]
 
+    def document_chunk_ids(self, tenant: str, node_id: str) -> list[str]:
+        rows = self._rows(
+            tenant, "SELECT c.chunk_id FROM head_map h JOIN chunks c ON c.tenant_id = "
+            "h.tenant_id AND c.version_id = h.version_id WHERE h.tenant_id = %s "
+            "AND h.node_id = %s AND c.is_head ORDER BY c.ordinal, c.chunk_id", (tenant, node_id))
+        return [str(r[0]) for r in rows]
+
     def corpus_generation(self, tenant: str) -> int:
         rows = self._rows(tenant, "SELECT generation FROM lexical_stats WHERE tenant_id = %s",
                           (tenant,))
         return int(rows[0][0]) if rows else 0
+
+    def label_stale_heads(self, tenant: str, label_epoch: str) -> list[HeadInfo]:
+        rows = self._rows(
+            tenant, _HEAD_SELECT + "WHERE h.tenant_id = %s AND EXISTS (SELECT 1 FROM chunks c "
+            "WHERE c.tenant_id = h.tenant_id AND c.version_id = h.version_id "
+            "AND c.label_epoch <> %s) ORDER BY h.node_id", (tenant, label_epoch))
+        return [HeadInfo(*(str(x) for x in row)) for row in rows]
+
+    def blob(self, tenant: str, raw_digest: str) -> RawBlob | None:
+        rows = self._rows(
+            tenant, "SELECT raw_digest, content, source_system, source_id, source_rev, "
+            "fetched_at FROM blobs WHERE tenant_id = %s AND raw_digest = %s",
+            (tenant, raw_digest))
+        if not rows:
+            return None
+        r = rows[0]
+        return RawBlob(str(r[0]), bytes(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]))
 
     def lexical_stats(self, tenant: str) -> LexicalStats:
         rows = self._rows(tenant, "SELECT n_chunks, total_length FROM lexical_stats "
@@ -335,14 +360,11 @@ def _write_version_rows(conn: Connection, b: VersionBundle) -> None:
             [(t, b.version_id, pl.index, start, end, pl.label, json.dumps(list(pl.reasons)))
              for pl, start, end in b.paragraph_labels])
         cur.executemany(
-            # Columns by name: later columns (derived_json) have defaults.
-            "INSERT INTO chunks (tenant_id, chunk_id, version_id, node_id, ordinal, "
-            "start_offset, end_offset, text, label, heading_path_json, locator, witness, "
-            "n_tokens, is_head) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-            "TRUE)",
+            f"INSERT INTO chunks ({CHUNK_INSERT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, "
+            "%s, %s, %s, %s, %s, %s, TRUE, %s)",
             [(t, c.chunk_id, c.version_id, c.node_id, c.ordinal, c.start, c.end, c.text,
               c.label, json.dumps(list(c.heading_path), ensure_ascii=False), c.locator,
-              c.witness, b.chunk_lengths[c.chunk_id]) for c in b.chunks])
+              c.witness, b.chunk_lengths[c.chunk_id], b.label_epoch) for c in b.chunks])
         write_derived_labels(cur, t, b.chunks)
         cur.executemany(
             "INSERT INTO postings VALUES (%s, %s, %s, %s)",

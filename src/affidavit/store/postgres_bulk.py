@@ -33,7 +33,7 @@ _COPIES = {
     "paragraph_labels": "tenant_id, version_id, idx, start_offset, end_offset, label, "
                         "reasons_json",
     "chunks": "tenant_id, chunk_id, version_id, node_id, ordinal, start_offset, end_offset, "
-              "text, label, heading_path_json, locator, witness, n_tokens, is_head",
+              "text, label, heading_path_json, locator, witness, n_tokens, is_head, label_epoch",
     "postings": "tenant_id, term, chunk_id, tf",
     "acl_tokens": "tenant_id, version_id, token",
     "sire": "tenant_id, sire_id, version_id, node_id, tuple_json, state, proposed_at",
@@ -129,7 +129,8 @@ def _rows_by_table(bundles: Sequence[VersionBundle], first_seq: int,
         rows["chunks"] += [(t, c.chunk_id, c.version_id, c.node_id, c.ordinal, c.start, c.end,
                             c.text, c.label,
                             json.dumps(list(c.heading_path), ensure_ascii=False), c.locator,
-                            c.witness, b.chunk_lengths[c.chunk_id], True) for c in b.chunks]
+                            c.witness, b.chunk_lengths[c.chunk_id], True, b.label_epoch)
+                           for c in b.chunks]
         rows["postings"] += [(t, term, chunk_id, tf)
                              for chunk_id, pairs in sorted(b.postings.items())
                              for term, tf in pairs]

@@ -295,11 +295,28 @@ ALTER TABLE postings DROP CONSTRAINT postings_pkey,
     ADD PRIMARY KEY (tenant_id, term, chunk_id) INCLUDE (tf);
 """
 
+_LABEL_EPOCHS = f"""
+-- The sensitivity policy each chunk was labelled under. Rows written before carry '', which
+-- matches no reader's epoch: they are not served until re-labelled from their blob.
+ALTER TABLE chunks ADD COLUMN label_epoch {_T} NOT NULL DEFAULT '';
+-- The authz filter now reads the epoch too: keep the lexical probe index-only.
+ALTER TABLE chunks DROP CONSTRAINT chunks_pkey,
+    ADD PRIMARY KEY (tenant_id, chunk_id) INCLUDE (version_id, label, is_head, n_tokens,
+                                                   label_epoch);
+"""
+
 _LEDGER_LINK_FORMAT = """
 -- How each ledger record's hash binds its columns (affidavit.ledger.chain). Records written
 -- before carry 1 (payload and prev_hash only) and still verify; new ones are written as 2
 -- (every column bound). A constant default rewrites no row and fires no row trigger.
 ALTER TABLE ledger ADD COLUMN link_format INTEGER NOT NULL DEFAULT 1;
+"""
+
+_DERIVED_TEXT_LABELS = """
+-- The labels of the strings shown beside a chunk's body: its document's title, its source
+-- path and each heading of its path (JSON). NULL for rows written before: unknown labels,
+-- so those strings are withheld from every reader until the document is derived again.
+ALTER TABLE chunks ADD COLUMN derived_json TEXT;
 """
 
 _API_KEYS = f"""
@@ -346,19 +363,13 @@ CREATE TABLE identity_resolutions (
 );
 """
 
-_DERIVED_TEXT_LABELS = """
--- The labels of the strings shown beside a chunk's body: its document's title, its source
--- path and each heading of its path (JSON). NULL for rows written before: unknown labels,
--- so those strings are withheld from every reader until the document is derived again.
-ALTER TABLE chunks ADD COLUMN derived_json TEXT;
-"""
-
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial_schema", _INITIAL_SCHEMA),
     Migration(2, "ingest_queue", _INGEST_QUEUE),
     Migration(3, "covering_keys", _COVERING_KEYS),
     Migration(4, "ledger_link_format", _LEDGER_LINK_FORMAT),
     Migration(5, "identity_claims", _IDENTITY_CLAIMS),
+    Migration(6, "label_epochs", _LABEL_EPOCHS),
     Migration(9, "api_keys", _API_KEYS),
     Migration(10, "derived_text_labels", _DERIVED_TEXT_LABELS),
 )

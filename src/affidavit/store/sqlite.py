@@ -17,8 +17,9 @@ from pathlib import Path
 
 from affidavit.classify.derived import derived_from_json, derived_to_json
 from affidavit.errors import StoreError
-from affidavit.records import AuthzContext, Chunk
+from affidavit.records import AuthzContext, Chunk, RawBlob
 from affidavit.store.base import (
+    CHUNK_INSERT_COLUMNS,
     COUNTABLE_TABLES,
     ChunkRecord,
     CommitResult,
@@ -245,12 +246,11 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             [(t, b.version_id, pl.index, start, end, pl.label, json.dumps(list(pl.reasons)))
              for pl, start, end in b.paragraph_labels])
         conn.executemany(
-            "INSERT INTO chunks (tenant_id, chunk_id, version_id, node_id, ordinal, start_offset, "
-            "end_offset, text, label, heading_path_json, locator, witness, n_tokens, is_head) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+            f"INSERT INTO chunks ({CHUNK_INSERT_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
             [(t, c.chunk_id, c.version_id, c.node_id, c.ordinal, c.start, c.end, c.text, c.label,
               json.dumps(list(c.heading_path), ensure_ascii=False), c.locator, c.witness,
-              b.chunk_lengths[c.chunk_id]) for c in b.chunks])
+              b.chunk_lengths[c.chunk_id], b.label_epoch) for c in b.chunks])
         # The labels of each chunk's title, path and headings (migration 12), by name.
         conn.executemany(
             "UPDATE chunks SET derived_json = ? WHERE tenant_id = ? AND chunk_id = ?",
@@ -326,9 +326,35 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             "AND c.is_head = 1 ORDER BY c.chunk_id", (tenant, source_id))
         return [str(r[0]) for r in rows]
 
+    def document_chunk_ids(self, tenant: str, node_id: str) -> list[str]:
+        rows = self._read(
+            "SELECT c.chunk_id FROM head_map h JOIN chunks c ON c.tenant_id = h.tenant_id "
+            "AND c.version_id = h.version_id WHERE h.tenant_id = ? AND h.node_id = ? "
+            "AND c.is_head = 1 ORDER BY c.ordinal, c.chunk_id", (tenant, node_id))
+        return [str(r[0]) for r in rows]
+
     def corpus_generation(self, tenant: str) -> int:
         rows = self._read("SELECT generation FROM lexical_stats WHERE tenant_id = ?", (tenant,))
         return int(str(rows[0][0])) if rows else 0
+
+    def label_stale_heads(self, tenant: str, label_epoch: str) -> list[HeadInfo]:
+        rows = self._read(
+            "SELECT h.node_id, h.version_id, h.raw_digest, v.fingerprint, v.alias FROM head_map h "
+            "JOIN versions v ON v.tenant_id = h.tenant_id AND v.version_id = h.version_id "
+            "WHERE h.tenant_id = ? AND EXISTS (SELECT 1 FROM chunks c WHERE c.tenant_id = "
+            "h.tenant_id AND c.version_id = h.version_id AND c.label_epoch <> ?) "
+            "ORDER BY h.node_id", (tenant, label_epoch))
+        return [HeadInfo(*(str(x) for x in row)) for row in rows]
+
+    def blob(self, tenant: str, raw_digest: str) -> RawBlob | None:
+        rows = self._read(
+            "SELECT raw_digest, content, source_system, source_id, source_rev, fetched_at "
+            "FROM blobs WHERE tenant_id = ? AND raw_digest = ?", (tenant, raw_digest))
+        if not rows:
+            return None
+        r = rows[0]
+        return RawBlob(str(r[0]), bytes(r[1]), str(r[2]), str(r[3]),  # type: ignore[call-overload]
+                       str(r[4]), str(r[5]))
 
     def lexical_stats(self, tenant: str) -> LexicalStats:
         rows = self._read("SELECT n_chunks, total_length FROM lexical_stats WHERE tenant_id = ?",
