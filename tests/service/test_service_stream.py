@@ -141,3 +141,16 @@ def test_the_deadline_answers_first_and_the_ledger_still_records_the_refusal(
     record = json.loads(entry.payload)
     assert record["output_state"] == "BLOCKED"
     assert any(r.startswith("PROVIDER_FAILED") for r in record["reasons"])
+
+
+def test_a_stream_past_its_deadline_ends_with_a_problem_event_and_is_still_recorded(
+        deployment: Deployment) -> None:
+    with with_model(deployment, ModelScript(hang=3.0), timeout=1.5,
+                    deadline_seconds=0.5) as service:
+        events, request_id = stream(service, deployment.keys["sam"])
+        entry = ledger_record(deployment, request_id)
+    data = [e for e in events if isinstance(e, dict)]
+    assert [e["type"] for e in data] == ["error"]
+    assert data[0]["problem"]["type"] == "urn:affidavit:problem:deadline-exceeded"
+    assert data[0]["problem"]["request_id"] == request_id
+    assert json.loads(entry.payload)["output_state"] == "BLOCKED"
