@@ -63,6 +63,8 @@ class IngestSettings:
     # rendered text may be this many times the input, and never less than the floor
     max_expansion_ratio: float = 16.0
     expansion_floor_chars: int = 1_000_000
+    # and never more than this, whatever the ratio allows a large input
+    max_rendered_chars: int = 48_000_000
     # about one chunk per max_chars of a document at max_document_bytes
     max_chunks_per_document: int = 30_000
     # transient transport failures: tries before a document is quarantined
@@ -523,9 +525,11 @@ def _validate(settings: Settings) -> None:
     _validate_egress(settings, source)
     ingest = settings.ingest
     if (ingest.max_expansion_ratio < 1 or ingest.expansion_floor_chars < 0
+            or ingest.max_rendered_chars < ingest.expansion_floor_chars
             or ingest.max_chunks_per_document < 1):
-        raise ConfigurationError("need max_expansion_ratio >= 1, expansion_floor_chars >= 0 "
-                                 "and max_chunks_per_document >= 1", key="ingest", source=source)
+        raise ConfigurationError("need max_expansion_ratio >= 1, 0 <= expansion_floor_chars "
+                                 "<= max_rendered_chars and max_chunks_per_document >= 1",
+                                 key="ingest", source=source)
     c = settings.chunking
     if (c.max_chars <= 0 or c.overlap_chars < 0 or c.overlap_chars >= c.max_chars
             or not 0 <= c.min_chars <= c.max_chars):

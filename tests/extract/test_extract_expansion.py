@@ -104,3 +104,28 @@ def test_every_format_is_held_to_the_same_proportion() -> None:
     tight = IngestSettings(max_expansion_ratio=1.0, expansion_floor_chars=0)
     assert extract(text, filename="a.txt", limits=tight).text
     assert "EXPANSION_LIMIT" in REASON_CODES
+
+
+def deep_list_html(depth: int = 30, breaks: int = 10_000) -> bytes:
+    """One item at the bottom of nested lists: every line break is indented by depth."""
+    opening = "<ul><li>" * depth
+    return (f"<html><body>{opening}{'a<br>' * breaks}{'</li></ul>' * depth}"
+            "</body></html>").encode()
+
+
+def test_html_list_indentation_counts_against_the_budget_as_it_is_read() -> None:
+    content = deep_list_html()
+    rendered = extract(content, filename="lists.html", limits=LIMITS).text
+    assert len(rendered) > 10 * len(content)  # within the default ratio, but far larger
+    tight = IngestSettings(max_expansion_ratio=4.0, expansion_floor_chars=0)
+    code, _, peak = refusal_and_cost(content, "lists.html", tight)
+    assert code == "EXPANSION_LIMIT"
+    assert peak < 8 * len(content) + 4 * MIB  # refused before the indented text was built
+
+
+def test_the_rendered_text_never_passes_the_absolute_ceiling() -> None:
+    header = "id,name,region,tier\n"
+    content = (header + "".join(f"{i},Vendor {i},EMEA,{i % 3}\n" for i in range(5000))).encode()
+    assert extract(content, filename="v.csv", limits=LIMITS).paragraphs
+    ceiling = IngestSettings(expansion_floor_chars=1_000, max_rendered_chars=50_000)
+    assert refusal_and_cost(content, "v.csv", ceiling)[0] == "EXPANSION_LIMIT"

@@ -45,6 +45,8 @@ from affidavit.extract.layout import (
     QUOTE,
     TABLE,
     RenderedText,
+    expansion_refused,
+    rendered_budget,
 )
 from affidavit.records import ExtractedDocument, ordered_unique
 
@@ -94,13 +96,14 @@ class HtmlParser:
 
     def parse(self, text: str, *, limits: IngestSettings) -> ExtractedDocument:
         """The visible text of the page as paragraphs; hidden content never appears."""
-        reader = _PageReader(max_depth=limits.max_nesting_depth)
+        budget = rendered_budget(len(text), limits)
+        reader = _PageReader(max_depth=limits.max_nesting_depth, max_chars=budget)
         try:
             reader.feed(text)
             reader.close()
         except AssertionError as exc:  # the standard parser's reaction to some garbage
             raise InputRejected(MALFORMED_HTML, f"unreadable markup: {exc}"[:300]) from exc
-        rendered = RenderedText(max_paragraphs=limits.max_paragraphs)
+        rendered = RenderedText(max_paragraphs=limits.max_paragraphs, max_chars=budget)
         for block in _merge_groups(reader.blocks):
             rendered.add(block.text, block.kind, block.heading_path)
         if not rendered.paragraphs:
@@ -120,9 +123,13 @@ class HtmlParser:
 class _PageReader(_StdlibHTMLParser):
     """Turns parser events into visible blocks, a title and links."""
 
-    def __init__(self, *, max_depth: int) -> None:
+    def __init__(self, *, max_depth: int, max_chars: int | None = None) -> None:
         super().__init__(convert_charrefs=True)
         self.blocks: list[_Block] = []
+        # List items are indented on every line, by depth: blocks are counted against
+        # the rendered-text budget as they are made, not once the page is read.
+        self._max_chars = max_chars
+        self._block_chars = 0
         self.links: list[str] = []
         self.title: str | None = None
         self.first_h1: str | None = None
@@ -358,6 +365,7 @@ class _PageReader(_StdlibHTMLParser):
         if context.kind == HEADING:
             self._add_heading(context.level, " ".join(text.split()))
         elif context.kind == LIST:
+            self._charge(len(text) + text.count("\n") * (2 * context.depth + 2))
             self._add_block(LIST, _list_line(context, text), context.group)
         else:
             self._add_block(context.kind, text, None)
@@ -370,7 +378,14 @@ class _PageReader(_StdlibHTMLParser):
             self.first_h1 = title
         self._add_block(HEADING, title, None)
 
+    def _charge(self, chars: int) -> None:
+        """Refuse the page once its blocks would pass the rendered-text budget."""
+        if self._max_chars is not None and self._block_chars + chars > self._max_chars:
+            raise expansion_refused(self._max_chars)
+
     def _add_block(self, kind: str, text: str, group: int | None) -> None:
+        self._charge(len(text))
+        self._block_chars += len(text)
         if text.strip():
             path = tuple(title for _, title in self._headings)
             self.blocks.append(_Block(kind, text, path, group))

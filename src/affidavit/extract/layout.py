@@ -37,9 +37,10 @@ def rendered_budget(input_size: int, limits: IngestSettings) -> int:
 
     Structured formats repeat key paths and column names on every line, so a few kilobytes
     can render to gigabytes; the text may grow by ``max_expansion_ratio`` and, however small
-    the input, to ``expansion_floor_chars``.
+    the input, to ``expansion_floor_chars``, but never past ``max_rendered_chars``.
     """
-    return max(limits.expansion_floor_chars, int(limits.max_expansion_ratio * input_size))
+    allowed = max(limits.expansion_floor_chars, int(limits.max_expansion_ratio * input_size))
+    return min(limits.max_rendered_chars, allowed)
 
 
 def expansion_refused(budget: int) -> InputRejected:
