@@ -12,7 +12,7 @@ import pytest
 
 from affidavit.answer import ExtractiveProvider, ProviderRequest, ProviderResponse
 from affidavit.authz import may_view_record
-from affidavit.config import DEFAULT_LABELS, Settings
+from affidavit.config import DEFAULT_LABELS, SensitivitySettings, Settings
 from affidavit.identity.lifecycle import approve_sire
 from affidavit.ingest import Ingestor
 from affidavit.ledger.record import redact_for
@@ -20,7 +20,7 @@ from affidavit.query import Engine
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore, Store
 from tests.conftest import BACKENDS
-from tests.oracle.oracle_world import AT, World, generate_world
+from tests.oracle.oracle_world import AT, DERIVED_MARKER, KEYWORDS, World, generate_world
 from tests.pg_fixture import PgCluster
 
 SHARED_USERS = [f"user:shared-{i:02d}" for i in range(10)]
@@ -49,6 +49,7 @@ class Universe:
     engines: dict[str, Engine]
     providers: dict[str, RecordingProvider]
     chunk_marker: dict[tuple[str, str], str]
+    chunk_label: dict[tuple[str, str], str]
 
     def ledger_show(self, tenant: str, principal: str, record_id: str) -> dict[str, Any] | None:
         """What ``ledger show`` gives: the caller's own record, redacted, or nothing."""
@@ -61,7 +62,10 @@ class Universe:
 
 def build_universe(root: Path, *, seeds: tuple[int, int] = (1, 2),
                    store: Store | None = None) -> Universe:
-    settings = Settings()
+    # Titles and headings with a keyword are more sensitive than the paragraphs under them.
+    settings = Settings(sensitivity=SensitivitySettings(
+        restricted_keywords=(KEYWORDS["RESTRICTED"],),
+        keywords={label: (word,) for label, word in KEYWORDS.items() if label != "RESTRICTED"}))
     store = store if store is not None else SQLiteStore(root / "oracle.db")
     worlds = {
         "acme": generate_world("acme", "a", seed=seeds[0], shared_users=SHARED_USERS),
@@ -77,17 +81,19 @@ def build_universe(root: Path, *, seeds: tuple[int, int] = (1, 2),
             approve_sire(store, tenant, record.sire_id, by="user:curator", at=AT)
     providers = {t: RecordingProvider() for t in worlds}
     engines = {t: Engine(store, settings, tenant=t, provider=providers[t]) for t in worlds}
-    markers = {}
+    markers, labels = {}, {}
     # Read back through the store's own API so that every backend is checked the same way.
     for tenant, world in worlds.items():
         for doc in world.docs:
             ids = store.source_chunk_ids(tenant, doc.alias)
             for label in DEFAULT_LABELS:
                 for chunk in store.chunks_with_label(tenant, ids, label):
-                    found = {m for m in world.by_marker if m in chunk.text}
-                    assert len(found) == 1, "every chunk carries exactly its own marker"
-                    markers[(tenant, chunk.chunk_id)] = found.pop()
-    return Universe(store, settings, worlds, engines, providers, markers)
+                    # A heading's own chunk carries its heading's marker, not the document's.
+                    found = {f"mk{m[1]}{m[2]}x" for m in DERIVED_MARKER.findall(chunk.text)}
+                    assert found == {doc.marker}, "every chunk carries its document's markers"
+                    markers[(tenant, chunk.chunk_id)] = doc.marker
+                    labels[(tenant, chunk.chunk_id)] = chunk.label
+    return Universe(store, settings, worlds, engines, providers, markers, labels)
 
 
 @pytest.fixture(scope="module", params=BACKENDS)

@@ -8,7 +8,11 @@ document through its containers, which is the other direction from the implement
 (it walks *down* from the principal); it never calls :mod:`affidavit.authz`.
 
 Every sentence of a document carries the document's marker (``mk<tenant><nnn>x``), so any
-excerpt of any output can be traced back to the document it came from.
+excerpt of any output can be traced back to the document it came from. Its title carries a
+title marker (``tt<tenant><nnn>x``) and each section heading a heading marker
+(``hh<tenant><nnn><s>x``); about half of them also carry a keyword that the universe's
+sensitivity settings (:data:`KEYWORDS`) put at a more severe label than the document's, so
+a title or a heading can be less readable than the paragraphs under it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,11 @@ from affidavit.store.base import RelationTuple, Store
 
 SOURCE_SYSTEM = "files"
 MARKER = re.compile(r"mk([ab])(\d{3})x")  # also inside identifiers: record_mka017x_
+# Any marker: a document's (mk), its title's (tt) or one of its headings' (hh + section).
+DERIVED_MARKER = re.compile(r"(mk|tt|hh)([ab])(\d{3})(\d?)x")
+# A keyword per label: letters the vocabulary never uses, so only titles and headings match.
+KEYWORDS = {"FINANCIAL": "quixfund", "PII_SENSITIVE": "kythwax", "SECRET": "hawkwyx",
+            "RESTRICTED": "wyvernqx"}
 FOLDERS = ("", "policies", "policies/hr", "policies/finance", "hr", "hr/cases", "finance",
            "finance/reports", "board", "legal/contracts", "archive/2023", "archive/2023/hr",
            "public")
@@ -44,6 +53,17 @@ def vocabulary(rng: random.Random, size: int = 160) -> list[str]:
     return sorted(words)
 
 
+def most_severe(*labels: str) -> str:
+    return max(labels, key=DEFAULT_LABELS.index)
+
+
+@dataclass(frozen=True)
+class Section:
+    heading: str
+    label: str  # the heading's own: the document's, or its keyword's if more severe
+    paragraphs: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class Doc:
     tenant_key: str
@@ -52,7 +72,8 @@ class Doc:
     label: str
     acl: tuple[str, ...]
     title: str
-    paragraphs: tuple[str, ...]
+    title_label: str
+    sections: tuple[Section, ...]
 
     @property
     def marker(self) -> str:
@@ -62,10 +83,20 @@ class Doc:
     def node_id(self) -> str:
         return node_id_for(SOURCE_SYSTEM, self.alias)
 
+    def labelled_markers(self) -> dict[str, str]:
+        """Every marker of the document and the label of the text that carries it."""
+        found = {self.marker: self.label, f"tt{self.tenant_key}{self.index:03d}x": self.title_label}
+        for number, section in enumerate(self.sections):
+            found[f"hh{self.tenant_key}{self.index:03d}{number}x"] = section.label
+        return found
+
     def markdown(self) -> str:
         acl = "[" + ", ".join(f'"{s}"' for s in self.acl) + "]"
         head = f"---\ntitle: {self.title}\nclassification: {self.label}\nacl: {acl}\n---\n\n"
-        return head + f"# {self.title}\n\n" + "\n\n".join(self.paragraphs) + "\n"
+        body = [f"# {self.title}"]
+        for section in self.sections:
+            body += [f"## {section.heading}", *section.paragraphs]
+        return head + "\n\n".join(body) + "\n"
 
 
 @dataclass
@@ -83,6 +114,11 @@ class World:
     @property
     def by_marker(self) -> dict[str, Doc]:
         return {d.marker: d for d in self.docs}
+
+    def marker_labels(self) -> dict[str, tuple[Doc, str]]:
+        """Any marker (document, title, heading) -> its document and its text's label."""
+        return {marker: (doc, label) for doc in self.docs
+                for marker, label in doc.labelled_markers().items()}
 
     def write_corpus(self, root: Path) -> None:
         for doc in self.docs:
@@ -122,10 +158,25 @@ def _doc(rng: random.Random, vocab: list[str], key: str, index: int, users: list
         pool = [f"{g}#member" for g in groups] + users
         acl = tuple(sorted(set(rng.sample(pool, rng.randint(1, 3)))))
     marker = f"mk{key}{index:03d}x"
-    title = f"Record {marker} {rng.choice(vocab)}"
-    paragraphs = tuple(_paragraph(rng, vocab, marker) for _ in range(rng.randint(1, 4)))
-    return Doc(key, index, f"{folder}/{name}" if folder else name,
-               DEFAULT_LABELS[index % len(DEFAULT_LABELS)], acl, title, paragraphs)
+    label = DEFAULT_LABELS[index % len(DEFAULT_LABELS)]
+    title, title_label = _derived(rng, vocab, f"Record tt{key}{index:03d}x", label)
+    sections = []
+    for number in range(rng.randint(1, 3)):
+        heading, heading_label = _derived(rng, vocab, f"Section hh{key}{index:03d}{number}x",
+                                          label)
+        paragraphs = tuple(_paragraph(rng, vocab, marker) for _ in range(rng.randint(1, 2)))
+        sections.append(Section(heading, heading_label, paragraphs))
+    return Doc(key, index, f"{folder}/{name}" if folder else name, label, acl, title,
+               title_label, tuple(sections))
+
+
+def _derived(rng: random.Random, vocab: list[str], start: str, label: str) -> tuple[str, str]:
+    """A title or heading; half of them carry a keyword of a (maybe) more severe label."""
+    text = f"{start} {rng.choice(vocab)}"
+    if rng.random() < 0.5:
+        keyword_label = rng.choice(sorted(KEYWORDS))
+        return f"{text} {KEYWORDS[keyword_label]}", most_severe(label, keyword_label)
+    return text, label
 
 
 def generate_world(tenant: str, key: str, *, seed: int, n_docs: int = 120,
@@ -223,6 +274,8 @@ class Oracle:
         self.world = world
         self.tuples = frozenset(world.tuples)
         self._readable: dict[str, frozenset[str]] = {}
+        self._markers = world.marker_labels()
+        self._seen: dict[tuple[str, str, bool], bool] = {}
 
     def subjects(self, principal: str) -> set[str]:
         found = {principal, "*"}
@@ -252,14 +305,31 @@ class Oracle:
                 return found
             found |= more
 
-    def may_read(self, principal: str, doc: Doc) -> bool:
-        subjects = self.subjects(principal)
-        if doc.label not in self.labels(principal):
+    def may_read(self, principal: str, doc: Doc, label: str | None = None) -> bool:
+        """Whether the principal may read text of ``doc`` labelled ``label`` (by default
+        the document's own label)."""
+        if (label or doc.label) not in self.labels(principal):
             return False
+        return self.may_access(principal, doc)
+
+    def may_access(self, principal: str, doc: Doc) -> bool:
+        """The document's ACL, folders and collections admit the principal (labels aside)."""
+        subjects = self.subjects(principal)
         if set(doc.acl) & subjects:
             return True
         return any((c, "viewer", s) in self.tuples
                    for c in self.containers(doc) for s in subjects)
+
+    def may_see(self, principal: str, marker: str, *, model: bool = False) -> bool:
+        """Whether text carrying ``marker`` may be shown to the principal, or (``model``) be
+        sent to a model on its behalf: never RESTRICTED text."""
+        key = (principal, marker, model)
+        if key not in self._seen:
+            found = self._markers.get(marker)  # a marker of nothing is never allowed
+            self._seen[key] = found is not None and (
+                (not model or found[1] != "RESTRICTED")
+                and self.may_read(principal, found[0], found[1]))
+        return self._seen[key]
 
     def readable(self, principal: str) -> frozenset[str]:
         """Markers of every document the principal may read."""

@@ -5,17 +5,25 @@ with no ACL of their own), 80 (tenant, principal) pairs in nested and cyclic gro
 and grants written through the store. For randomized (principal, query) pairs, every item
 that leaves the engine is checked against the oracle of ``oracle_world``:
 
-* ``search_result``: one search hit (its document may be read, its text and title carry
-  that document's marker only, its label is the document's);
-* ``marker_recall``: a query naming one document's marker returns that document exactly
-  when the oracle says it may be read (no over-filtering either);
+* ``search_result``: one search hit (its document may be read, its text carries that
+  document's markers only, its label is that of the text it holds);
+* ``derived_text``: one marker anywhere in a search hit as ``--json`` prints it (title,
+  locator with its heading path, source id, text): the principal may read the document
+  *and* the label of the title or heading that carries the marker;
+* ``marker_recall``: a query naming one marker (of a document, a title or a heading)
+  returns it exactly when the oracle says it may be seen (no over-filtering either);
 * ``forbidden_equals_missing``: for a document the caller may not read, or one of another
   tenant, the answer is the same empty list as for a marker that does not exist;
-* ``ask_citation`` / ``ask_excerpt``: one citation, or one document marker in the answer
-  or its claims, of ``Engine.ask``;
-* ``provider_evidence``: one evidence item sent to the provider (readable, not RESTRICTED);
-* ``ledger_excerpt``: one document marker or chunk id in a ``ledger show`` view;
-* ``ledger_not_found``: someone else's record reads exactly like an id never issued.
+* ``ask_citation`` / ``ask_excerpt``: one citation (its chunk, and every marker of its title
+  and locator), or one marker in the answer or its claims, of ``Engine.ask``;
+* ``provider_evidence``: one evidence item sent to the provider (readable, not RESTRICTED),
+  or one marker in the prompt: never of a title or heading labelled RESTRICTED, even for a
+  principal granted RESTRICTED;
+* ``ledger_excerpt``: one marker (document, title, heading; SIRE terms included) or chunk
+  id in a ``ledger show`` view;
+* ``ledger_not_found``: someone else's record reads exactly like an id never issued;
+* ``sire_view``: one marker in the SIRE records a principal is shown (``sire list --as``):
+  titles, paths, Subjects and terms.
 
 Then a sixth of the tuples and a third of the grant holders lose something, some tuples are
 added, and everything runs again (including ``ledger show`` of the records made before):
@@ -31,13 +39,23 @@ from typing import Any
 
 import pytest
 
+from affidavit.classify.derived import HEADING_WITHHELD, TITLE_WITHHELD
+from affidavit.identity.sire_labels import sire_records_for
 from affidavit.query import SearchHit
 from tests.oracle.conftest import Universe
-from tests.oracle.oracle_world import MARKER, Oracle, World, mutate, vocabulary
+from tests.oracle.oracle_world import (
+    DERIVED_MARKER,
+    Oracle,
+    World,
+    most_severe,
+    mutate,
+    vocabulary,
+)
 
 SEARCH_LIMIT = 50
 SEARCHES_PER_PHASE = 2400
 ASKS_PER_PHASE = 150
+SIRE_VIEWS_PER_PHASE = 16
 
 pytestmark = pytest.mark.slow
 
@@ -76,6 +94,7 @@ class Phase:
         self.oracles = {t: Oracle(w) for t, w in universe.worlds.items()}
         self.vocab = vocabulary(random.Random(7))
         self.records: list[tuple[str, str, str, str]] = []  # tenant, principal, id, question
+        self.withheld: Counter[str] = Counter()  # stand-ins seen: the world exercises them
 
     def principal(self, world: World) -> str:
         return self.rng.choice(world.users)
@@ -83,25 +102,37 @@ class Phase:
     def allowed(self, tenant: str, principal: str, marker: str) -> bool:
         return marker in self.oracles[tenant].readable(principal)
 
+    def chunk_allowed(self, tenant: str, principal: str, chunk_id: str) -> bool:
+        """The chunk's document admits the principal and its label (the document's, or a
+        more severe title's or heading's for the chunk holding it) is granted."""
+        doc = self.u.worlds[tenant].by_marker.get(self.u.chunk_marker.get((tenant, chunk_id), ""))
+        label = self.u.chunk_label.get((tenant, chunk_id))
+        return (doc is not None and label is not None
+                and self.oracles[tenant].may_read(principal, doc, label))
+
     def markers_allowed(self, tenant: str, principal: str, text: str, kind: str,
-                        asked: str = "") -> None:
-        """Every marker in ``text`` is of a readable document (or was in the question:
-        what the caller typed comes back to it in its prompt and its ledger record)."""
-        supplied = set(MARKER.findall(asked))
-        for key, number in sorted(set(MARKER.findall(text)) - supplied):
-            marker = f"mk{key}{number}x"
-            self.checks.check(kind, self.allowed(tenant, principal, marker),
-                              f"{tenant} {principal} received {marker}")
+                        asked: str = "", *, model: bool = False) -> None:
+        """Every marker in ``text`` (of a document, a title or a heading) may be seen by the
+        principal, or, for a model, also is not RESTRICTED (or was in the question: what
+        the caller typed comes back to it in its prompt and its ledger record)."""
+        supplied = {"".join(m) + "x" for m in DERIVED_MARKER.findall(asked)}
+        oracle = self.oracles[tenant]
+        for found in sorted({"".join(m) + "x" for m in DERIVED_MARKER.findall(text)}
+                            - supplied):
+            self.checks.check(kind, oracle.may_see(principal, found, model=model),
+                              f"{tenant} {principal} received {found}")
 
     # ---------------------------------------------------------------- search
     def query(self, tenant: str) -> tuple[str, str | None]:
         world = self.u.worlds[tenant]
         roll = self.rng.random()
         words = " ".join(self.rng.sample(self.vocab, self.rng.randint(1, 3)))
-        if roll < 0.55:
+        if roll < 0.45:
             return words, None
-        if roll < 0.85:
+        if roll < 0.7:
             return self.rng.choice(world.docs).marker, tenant
+        if roll < 0.85:  # a title's or a heading's marker
+            return self.rng.choice(sorted(world.marker_labels())), tenant
         if roll < 0.95:
             other = next(w for t, w in self.u.worlds.items() if t != tenant)
             return self.rng.choice(other.docs).marker, other.tenant
@@ -115,23 +146,31 @@ class Phase:
             query, owner = self.query(tenant)
             hits = self.u.engines[tenant].search(principal, query, limit=SEARCH_LIMIT)
             for hit in hits:
-                self.check_hit(tenant, principal, hit)
-            if query.startswith("mk"):
+                self.check_hit(tenant, principal, hit, query)
+            if DERIVED_MARKER.fullmatch(query):
                 self.check_marker_query(tenant, principal, query, owner, hits)
 
-    def check_hit(self, tenant: str, principal: str, hit: SearchHit) -> None:
+    def check_hit(self, tenant: str, principal: str, hit: SearchHit, query: str) -> None:
         world = self.u.worlds[tenant]
         marker = self.u.chunk_marker.get((tenant, hit.chunk_id), "")
         doc = world.by_marker.get(marker)
-        found = set(MARKER.findall(hit.text + " " + hit.title))
-        ok = (doc is not None and hit.doc_id == doc.node_id and hit.label == doc.label
-              and {f"mk{k}{n}x" for k, n in found} == {marker}
-              and self.allowed(tenant, principal, marker))
+        labels = doc.labelled_markers() if doc is not None else {}
+        found = {"".join(m) + "x" for m in DERIVED_MARKER.findall(hit.text)}
+        ok = (doc is not None and hit.doc_id == doc.node_id and bool(found)
+              and found <= labels.keys()
+              and hit.label == most_severe(*(labels[m] for m in found))
+              and all(self.oracles[tenant].may_see(principal, m) for m in found))
         self.checks.check("search_result", ok, f"{tenant} {principal} got {hit.chunk_id}")
+        self.markers_allowed(tenant, principal, json.dumps(hit.to_dict(), ensure_ascii=False),
+                             "derived_text", query)
+        if hit.title == TITLE_WITHHELD or hit.title == hit.source_id:
+            self.withheld["title"] += 1
+        if HEADING_WITHHELD in hit.locator:
+            self.withheld["heading"] += 1
 
     def check_marker_query(self, tenant: str, principal: str, marker: str, owner: str | None,
                            hits: list[SearchHit]) -> None:
-        readable = owner == tenant and self.allowed(tenant, principal, marker)
+        readable = owner == tenant and self.oracles[tenant].may_see(principal, marker)
         if readable:
             ok = bool(hits) and all(marker in h.text for h in hits)
             self.checks.check("marker_recall", ok, f"{principal} cannot find {marker}")
@@ -140,6 +179,18 @@ class Phase:
                                                 limit=SEARCH_LIMIT)
         self.checks.check("forbidden_equals_missing", hits == missing == [],
                           f"{principal} saw {len(hits)} hits for {marker}")
+
+    # ---------------------------------------------------------------- sire list --as
+    def run_sire_views(self, n: int) -> None:
+        tenants = sorted(self.u.worlds)
+        for i in range(n):
+            tenant = tenants[i % len(tenants)]
+            principal = self.principal(self.u.worlds[tenant])
+            authz = self.u.engines[tenant].authz_context(principal)
+            records = sire_records_for(self.u.store, authz, self.u.store.list_sire(tenant))
+            shown = [{"title": r.title, "alias": r.alias, **r.sire.to_dict()} for r in records]
+            self.markers_allowed(tenant, principal, json.dumps(shown, ensure_ascii=False),
+                                 "sire_view")
 
     # ---------------------------------------------------------------- ask + ledger
     def run_asks(self, n: int) -> None:
@@ -154,9 +205,10 @@ class Phase:
             sent = len(provider.requests)
             result = self.u.engines[tenant].ask(principal, question)
             for citation in result.citations:
-                marker = self.u.chunk_marker.get((tenant, citation["chunk_id"]), "?")
-                self.checks.check("ask_citation", self.allowed(tenant, principal, marker),
+                self.checks.check("ask_citation",
+                                  self.chunk_allowed(tenant, principal, citation["chunk_id"]),
                                   f"{principal} cited {citation['chunk_id']}")
+                self.markers_allowed(tenant, principal, json.dumps(citation), "ask_citation")
             texts = [result.answer, *(str(c["text"]) for c in result.claims)]
             self.markers_allowed(tenant, principal, "\n".join(texts), "ask_excerpt")
             for request in provider.requests[sent:]:
@@ -167,10 +219,11 @@ class Phase:
     def check_provider_request(self, tenant: str, principal: str, prompt: Any,
                                question: str) -> None:
         for item in prompt.evidence:
-            marker = self.u.chunk_marker.get((tenant, item.chunk_id), "?")
-            ok = item.label != "RESTRICTED" and self.allowed(tenant, principal, marker)
+            ok = (item.label != "RESTRICTED"
+                  and self.chunk_allowed(tenant, principal, item.chunk_id))
             self.checks.check("provider_evidence", ok, f"{principal} prompt had {item.chunk_id}")
-        self.markers_allowed(tenant, principal, prompt.text, "provider_evidence", question)
+        self.markers_allowed(tenant, principal, prompt.text, "provider_evidence", question,
+                             model=True)
 
     def check_ledger(self, tenant: str, principal: str, record_id: str, question: str) -> None:
         view = self.u.ledger_show(tenant, principal, record_id)
@@ -198,8 +251,7 @@ class Phase:
         for gate in record.get("gates", []):
             ids |= set(gate.get("kept", [])) | {d["chunk_id"] for d in gate.get("dropped", [])}
         for chunk_id in sorted(ids):
-            marker = self.u.chunk_marker.get((tenant, chunk_id), "?")
-            self.checks.check("ledger_excerpt", self.allowed(tenant, principal, marker),
+            self.checks.check("ledger_excerpt", self.chunk_allowed(tenant, principal, chunk_id),
                               f"{principal} ledger names {chunk_id}")
 
 
@@ -209,17 +261,22 @@ def test_permissions_oracle_over_every_output_path(universe: Universe) -> None:
     first = Phase(universe, rng, checks)
     first.run_searches(SEARCHES_PER_PHASE)
     first.run_asks(ASKS_PER_PHASE)
+    first.run_sire_views(SIRE_VIEWS_PER_PHASE)
     for world in universe.worlds.values():
         mutate(world, rng, universe.store)
     second = Phase(universe, rng, checks)
     second.run_searches(SEARCHES_PER_PHASE)
     second.run_asks(ASKS_PER_PHASE)
+    second.run_sire_views(SIRE_VIEWS_PER_PHASE)
     for tenant, principal, record_id, question in first.records:  # read under the new policy
         view = universe.ledger_show(tenant, principal, record_id)
         if view is not None:
             second.check_view(tenant, principal, view, question)
-    print("\n" + checks.report())
+    withheld = first.withheld + second.withheld
+    print("\n" + checks.report() + f"\n  stand-ins shown in search hits: {dict(withheld)}")
     assert not checks.violations, "\n".join(checks.violations[:20])
     assert checks.total >= 100_000, checks.report()
     assert min(checks.counts[k] for k in ("marker_recall", "forbidden_equals_missing",
                                           "ask_citation", "ledger_not_found")) > 50
+    # The world has sensitive titles and headings, and readers who may not see them.
+    assert min(withheld["title"], withheld["heading"], checks.counts["derived_text"]) > 50
