@@ -10,6 +10,8 @@ with, through the same path as any document. The result supersedes the stale ver
 
 A document that cannot be derived again (its bytes are now refused, say) is quarantined
 like any other and stays hidden: it is never served with a label of the old policy.
+PostgreSQL ingestion workers get the same documents queued with every run
+(:func:`stale_documents`, used by :func:`affidavit.worker.enqueue_local_folder`).
 """
 
 from __future__ import annotations
@@ -30,27 +32,38 @@ RELABEL_FAILED = "RELABEL_FAILED"
 
 def relabel_stale(ingestor: Ingestor, run_id: str, at: str) -> list[DocumentOutcome]:
     """Derive every head labelled under another epoch again; one outcome per document."""
-    stale = ingestor.store.label_stale_heads(ingestor.tenant, ingestor.label_epoch)
-    return [_relabel(ingestor, head, run_id, at) for head in stale]
-
-
-def _relabel(ingestor: Ingestor, head: HeadInfo, run_id: str, at: str) -> DocumentOutcome:
     from affidavit.ingest import QUARANTINED, DocumentOutcome
 
-    store, tenant = ingestor.store, ingestor.tenant
-    blob = store.blob(tenant, head.raw_digest)
-    stored = store.version_metadata(tenant, head.version_id)
-    if blob is None or stored is None:
+    outcomes = []
+    for head, document in stale_documents(ingestor):
+        if document is not None:
+            outcomes.append(ingestor.ingest_one(document, run_id))
+            continue
         outcome = DocumentOutcome(head.alias, head.node_id, QUARANTINED, RELABEL_FAILED,
                                   "the stored bytes of its head version are missing")
-        store.record_quarantine(tenant, QuarantineRecord(
+        ingestor.store.record_quarantine(ingestor.tenant, QuarantineRecord(
             run_id, head.alias, head.node_id, RELABEL_FAILED, outcome.message or "", at))
-        return outcome
-    metadata = _declared_metadata(json.loads(stored), blob.content, head.alias, ingestor)
-    document = SourceDocument(source_system=blob.source_system, source_id=blob.source_id,
-                              source_rev=blob.source_rev, content=blob.content,
-                              alias=head.alias, metadata=metadata)
-    return ingestor.ingest_one(document, run_id)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def stale_documents(ingestor: Ingestor) -> list[tuple[HeadInfo, SourceDocument | None]]:
+    """Each head labelled under another epoch than the ingestor's, with the document to
+    ingest again (from its stored bytes), or None when those bytes are missing."""
+    store, tenant = ingestor.store, ingestor.tenant
+    out: list[tuple[HeadInfo, SourceDocument | None]] = []
+    for head in store.label_stale_heads(tenant, ingestor.label_epoch):
+        blob = store.blob(tenant, head.raw_digest)
+        stored = store.version_metadata(tenant, head.version_id)
+        if blob is None or stored is None:
+            out.append((head, None))
+            continue
+        metadata = _declared_metadata(json.loads(stored), blob.content, head.alias, ingestor)
+        out.append((head, SourceDocument(
+            source_system=blob.source_system, source_id=blob.source_id,
+            source_rev=blob.source_rev, content=blob.content, alias=head.alias,
+            metadata=metadata)))
+    return out
 
 
 def _declared_metadata(stored: dict[str, Any], content: bytes, alias: str,

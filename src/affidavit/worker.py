@@ -31,6 +31,7 @@ from affidavit.config import Settings
 from affidavit.errors import AffidavitError, ConfigurationError
 from affidavit.ingest import QUARANTINED, UNCHANGED, Ingestor
 from affidavit.records import canonical_json
+from affidavit.relabel import stale_documents
 from affidavit.sources import LocalFolderSource
 from affidavit.store import open_store
 from affidavit.store.base import QuarantineRecord
@@ -90,7 +91,10 @@ def enqueue_local_folder(store: PostgresStore, settings: Settings, path: str | P
                                follow_symlinks=settings.ingest.follow_symlinks)
     ingestor = Ingestor(store, settings, tenant=tenant)
     run_id = "run-" + uuid.uuid4().hex[:16]
-    enqueue_documents(store, ingestor.tenant, run_id, source.list_documents(),
+    # Documents labelled under another sensitivity policy are derived again from their
+    # stored bytes in the same run (until then no reader sees them).
+    stale = [document for _, document in stale_documents(ingestor) if document is not None]
+    enqueue_documents(store, ingestor.tenant, run_id, [*stale, *source.list_documents()],
                       params_json=canonical_json({"epoch": ingestor.epoch, "queued": True}))
     return run_id
 

@@ -33,9 +33,31 @@ def test_only_declared_labels_are_read_for_embedding_on_postgres(
     Ingestor(pg_store, settings).run([StaticSource(CORPUS)])
     model = HashEmbeddingBackend(32).model_id
     embedded = set(pg_store.head_vectors(settings.tenant, model)[0])
-    labels = dict(pg_store._rows(
+    labels: dict[str, str] = dict(pg_store._rows(
         settings.tenant, "SELECT chunk_id, label FROM chunks WHERE tenant_id = %s AND is_head",
         (settings.tenant,)))
     assert embedded and embedded == {c for c, label in labels.items()
                                      if label in ("PUBLIC", "INTERNAL")}
     assert set(labels.values()) >= {"SECRET", "RESTRICTED"}
+
+
+def test_a_queued_run_relabels_documents_of_an_old_policy_on_postgres(
+        owner_dsn: str, tmp_path: Path) -> None:
+    from affidavit.query import Engine
+    from affidavit.worker import Worker, WorkerOptions, enqueue_local_folder
+    from tests.e2e.test_policy_in_force import CANARY, CHANGED, approve_all, ingest, texts
+
+    store = PostgresStore(owner_dsn)
+    try:
+        ingest(store, tmp_path / "corpus", SETTINGS)
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        assert texts(Engine(store, CHANGED), "user:reader", "hotel rooms travel desk") == []
+        enqueue_local_folder(store, CHANGED, empty, "files")
+        Worker(store, CHANGED, options=WorkerOptions(once=True)).run()
+        assert store.label_stale_heads(SETTINGS.tenant, Engine(store, CHANGED).label_epoch) == []
+        approve_all(store)
+        reader = texts(Engine(store, CHANGED), "user:reader", "hotel rooms travel desk")
+        assert reader and all(CANARY not in text for text, _ in reader)
+    finally:
+        store.close()
