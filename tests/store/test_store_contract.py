@@ -205,3 +205,15 @@ def test_bulk_activation_records_the_approver_and_is_all_or_nothing(store: Store
     assert store.activate_sire("tenant-b", [], by="bob", at=NOW) == []
     with pytest.raises(NotFound):
         store.activate_sire("tenant-b", [ids["n1"]], by="mallory", at=NOW)
+
+
+def test_document_chunk_ids_are_the_head_chunks_in_reading_order_within_the_tenant(
+        store: Store) -> None:
+    texts = [("INTERNAL", "one", {"one": 1}), ("PII", "two", {"two": 1}),
+             ("RESTRICTED", "three", {"three": 1})]
+    store.commit_version(bundle("n1", "v1", texts))
+    assert store.document_chunk_ids(T, "n1") == [f"v1-c{i}".ljust(32, "0") for i in range(3)]
+    store.commit_version(bundle("n1", "v2", texts[:2], content=b"other"))
+    assert store.document_chunk_ids(T, "n1") == [f"v2-c{i}".ljust(32, "0") for i in range(2)]
+    assert store.document_chunk_ids("tenant-b", "n1") == []
+    assert store.document_chunk_ids(T, "unknown") == []
