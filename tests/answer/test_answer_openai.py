@@ -29,6 +29,7 @@ from affidavit.answer import (
 from affidavit.answer.openai import render_for_scoring
 from affidavit.config import ProviderSettings
 from affidavit.errors import ProviderError, RestrictedContentError
+from affidavit.retry import JITTER
 
 RESTRICTED_TEXT = ("The acquisition of Harrow Mutual closes on 14 March at a price of "
                    "ninety million pounds, known only to the board.")
@@ -222,7 +223,9 @@ def test_retries_on_503_and_429_then_succeeds(fake_openai: FakeOpenAI) -> None:
     provider = OpenAIProvider(_settings(fake_openai), sleep=delays.append)
     response = provider.generate(ProviderRequest(compile_prompt("Q?", EVIDENCE,
                                                                 role="authoritative")))
-    assert response.text == "Done." and delays == [0.5, 1.0]
+    # Backoff 0.5 then 1.0 (the 429's Retry-After: 1 asks no longer), each plus jitter.
+    assert response.text == "Done."
+    assert 0.5 <= delays[0] <= 0.5 * (1 + JITTER) and 1.0 <= delays[1] <= 1.0 * (1 + JITTER)
 
 
 def test_client_errors_are_not_retried_and_become_provider_errors(
@@ -242,7 +245,7 @@ def test_connect_errors_are_retried_then_fail(fake_openai: FakeOpenAI) -> None:
                                RestrictedGuard([]))
     with pytest.raises(ProviderError, match="cannot reach"):
         provider.generate(ProviderRequest(compile_prompt("Q?", EVIDENCE, role="authoritative")))
-    assert delays == [0.5, 1.0]
+    assert 0.5 <= delays[0] <= 0.5 * (1 + JITTER) and 1.0 <= delays[1] <= 1.0 * (1 + JITTER)
 
 
 def test_malformed_answers_become_provider_errors(fake_openai: FakeOpenAI) -> None:

@@ -14,10 +14,17 @@ from sources_servers import ConnectionTrap, Route
 from affidavit.config import HttpsSettings
 from affidavit.errors import ConfigurationError, InputRejected
 from affidavit.records import SourceDocument
+from affidavit.retry import JITTER
 from affidavit.sources import HttpsSource, parse_manifest
 
 LIMIT = 4096
 BACKOFF = 0.25
+
+
+def jittered(sleeps: list[float], bases: list[float]) -> bool:
+    """Each pause is its exponential backoff plus at most JITTER of it (affidavit.retry)."""
+    return len(sleeps) == len(bases) and all(
+        b <= s <= b * (1 + JITTER) for s, b in zip(sleeps, bases, strict=True))
 
 
 def listing(url: str, settings: HttpsSettings, **options) -> list[SourceDocument]:
@@ -116,7 +123,8 @@ def test_an_unreachable_manifest_fails_the_listing_after_retries(https_server, h
     with pytest.raises(InputRejected) as caught:
         listing(https_server.url("down.manifest.json"), https_settings, sleep=sleeps.append)
     assert caught.value.reason_code == "MANIFEST_UNAVAILABLE"
-    assert https_server.hits["/down.manifest.json"] == 3 and sleeps == [BACKOFF, 2 * BACKOFF]
+    assert https_server.hits["/down.manifest.json"] == 3
+    assert jittered(sleeps, [BACKOFF, 2 * BACKOFF])
 
 
 def test_a_manifest_on_a_refused_address_fails_with_ssrf_refused(https_server, https_settings):
@@ -204,7 +212,7 @@ def test_transient_failures_are_retried_with_backoff(https_server, https_setting
     sleeps: list[float] = []
     document = only(listing(https_server.url("flaky.md"), https_settings, sleep=sleeps.append))
     assert document.content == b"# Flaky\n" and document.rejection is None
-    assert https_server.hits["/flaky.md"] == 3 and sleeps == [BACKOFF, 2 * BACKOFF]
+    assert https_server.hits["/flaky.md"] == 3 and jittered(sleeps, [BACKOFF, 2 * BACKOFF])
 
 
 def test_persistent_failures_are_quarantined_after_the_configured_attempts(
@@ -215,7 +223,7 @@ def test_persistent_failures_are_quarantined_after_the_configured_attempts(
                             fetch_attempts=2))
     assert document.rejection and document.rejection[0] == "FETCH_FAILED"
     assert "2 attempts" in document.rejection[1]
-    assert https_server.hits["/down.md"] == 2 and sleeps == [BACKOFF]
+    assert https_server.hits["/down.md"] == 2 and jittered(sleeps, [BACKOFF])
 
 
 def test_a_refused_connection_is_retried_then_quarantined(https_settings, trap):
@@ -225,7 +233,7 @@ def test_a_refused_connection_is_retried_then_quarantined(https_settings, trap):
     document = only(listing(f"https://localhost:{port}/a.md", https_settings,
                             sleep=sleeps.append))
     assert document.rejection and document.rejection[0] == "FETCH_FAILED"
-    assert sleeps == [BACKOFF, 2 * BACKOFF]
+    assert jittered(sleeps, [BACKOFF, 2 * BACKOFF])
 
 
 def test_client_errors_are_not_retried(https_server, https_settings):

@@ -14,10 +14,17 @@ from sources_servers import PASSWORD_ENV, SFTP_USER, SftpServer
 from affidavit.config import SftpSettings
 from affidavit.errors import ConfigurationError, InputRejected
 from affidavit.records import SourceDocument
+from affidavit.retry import JITTER
 from affidavit.sources import SftpSource, parse_sftp_url
 
 LIMIT = 1024
 SECRET = "the vault combination is 12-34-56"
+
+
+def jittered(sleeps: list[float], bases: list[float]) -> bool:
+    """Each pause is its exponential backoff plus at most JITTER of it (affidavit.retry)."""
+    return len(sleeps) == len(bases) and all(
+        b <= s <= b * (1 + JITTER) for s, b in zip(sleeps, bases, strict=True))
 
 
 def listing(url: str, settings: SftpSettings, **options) -> list[SourceDocument]:
@@ -176,7 +183,7 @@ def test_a_dropped_connection_is_reopened_and_retried(sftp_host_key, tmp_path, m
         documents = listing(server.url("/"), settings, sleep=sleeps.append,
                             fetch_backoff_seconds=0.5)
     assert codes(documents) == {"flaky.md": expected, "steady.md": None}
-    assert sleeps == [0.5, 1.0]
+    assert jittered(sleeps, [0.5, 1.0])
     assert [d.content for d in documents] == [b"flaky" if expected is None else b"", b"steady"]
 
 
@@ -235,7 +242,7 @@ def test_an_unreachable_server_fails_the_listing_after_retries(sftp_settings, sf
         listing(f"sftp://{SFTP_USER}@127.0.0.1:{closed_port}/", sftp_settings,
                 sleep=sleeps.append, fetch_backoff_seconds=0.1)
     assert caught.value.reason_code == "SFTP_UNAVAILABLE"
-    assert sleeps == [0.1, 0.2]
+    assert jittered(sleeps, [0.1, 0.2])
 
 
 def test_settings_problems_are_reported_before_connecting(sftp_settings, monkeypatch, tmp_path):

@@ -12,9 +12,11 @@ server, Ollama), spoken over httpx with no SDK.
   followed by the completion, ``echo: true, logprobs: 1, max_tokens: 0``; the echoed
   prompt tokens carry their log-probabilities and character offsets.
 
-Connect errors, 429 and 5xx answers are retried ``max_retries`` times with exponential
-backoff (a numeric ``Retry-After`` is honoured up to a bound); every other failure is a
-:class:`~affidavit.errors.ProviderError`. The API key is read from the environment
+Connect errors, timeouts, 429 and 5xx answers are retried ``max_retries`` times under the
+network retry policy (:mod:`affidavit.retry`: exponential backoff with jitter, a numeric
+``Retry-After`` honoured up to a bound); 401 and other 4xx answers are not. Every failure is
+a :class:`~affidavit.errors.ProviderError` naming the URL, the HTTP status and the server's
+own message. The API key is read from the environment
 variable named by ``api_key_env``. Call it only through
 :class:`~affidavit.answer.guard.GuardedProvider`.
 """
@@ -34,12 +36,16 @@ from affidavit.answer.compiler import CompiledPrompt
 from affidavit.answer.providers import ProviderRequest, ProviderResponse, ThinkStreamFilter
 from affidavit.config import ProviderSettings
 from affidavit.errors import ConfigurationError, InputRejected, ProviderError
+from affidavit.retry import RetryPolicy, TryAgain, retry_after_seconds
 
 SCORING_SEPARATOR = "\n\n"
 """Between the rendered prompt and the completion when a completion is scored."""
-MAX_RETRY_AFTER_SECONDS = 30.0
+MAX_SERVER_MESSAGE = 200
+"""Characters of a server's error message kept in a ProviderError."""
 _RETRY_STATUSES = frozenset((429, 500, 502, 503, 504))
-_RETRY_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError)
+# A refused or dropped connection and every timeout (a read timeout included: the server
+# may only be overloaded) are worth another attempt; a malformed request is not.
+_RETRY_ERRORS = (httpx.ConnectError, httpx.TimeoutException, httpx.RemoteProtocolError)
 
 
 def render_for_scoring(prompt: CompiledPrompt) -> str:
@@ -80,8 +86,7 @@ class OpenAIProvider:
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._owns_client = client is None
         self._client = client or httpx.Client(timeout=settings.timeout_seconds)
-        self._backoff = backoff_seconds
-        self._sleep = sleep
+        self._retry = RetryPolicy(settings.max_retries + 1, backoff_seconds, sleep)
 
     def close(self) -> None:
         """Close the HTTP client if this provider made it."""
@@ -159,38 +164,62 @@ class OpenAIProvider:
         return data
 
     def _send(self, path: str, body: dict[str, Any], *, stream: bool) -> httpx.Response:
-        """Send with retries on connect errors, 429 and 5xx; any other failure raises."""
-        request = self._client.build_request("POST", self._base + path, json=body,
-                                             headers=self._headers)
-        attempt = 0
-        while True:
+        """Send under the network retry policy (connect errors, timeouts, 429 and 5xx are
+        tried again; 401 and other 4xx are not); a failure names the URL, the HTTP status
+        and the server's own message."""
+        url = self._base + path
+        request = self._client.build_request("POST", url, json=body, headers=self._headers)
+
+        def once() -> httpx.Response:
             try:
                 response = self._client.send(request, stream=stream)
             except _RETRY_ERRORS as exc:
-                if attempt >= self.settings.max_retries:
-                    raise ProviderError(f"cannot reach the provider: {type(exc).__name__}") from exc
-                self._sleep(self._delay(attempt, None))
-                attempt += 1
-                continue
+                raise TryAgain(f"cannot reach the provider at {url}: {_describe(exc)}") from exc
             except httpx.HTTPError as exc:
-                raise ProviderError(f"provider request failed: {type(exc).__name__}") from exc
+                raise ProviderError(f"provider request to {url} failed: "
+                                    f"{_describe(exc)}") from exc
             if response.status_code < 400:
                 return response
-            retry_after = response.headers.get("retry-after")
-            if stream:
-                response.close()
-            if response.status_code not in _RETRY_STATUSES or attempt >= self.settings.max_retries:
-                raise ProviderError(f"provider answered HTTP {response.status_code} on {path}")
-            self._sleep(self._delay(attempt, retry_after))
-            attempt += 1
+            failure = (f"provider at {url} answered HTTP {response.status_code}: "
+                       f"{_server_message(response)}")
+            if response.status_code in _RETRY_STATUSES:
+                raise TryAgain(failure, retry_after=retry_after_seconds(
+                    response.headers.get("retry-after")))
+            raise ProviderError(failure)
 
-    def _delay(self, attempt: int, retry_after: str | None) -> float:
-        backoff = float(self._backoff * 2**attempt)
         try:
-            asked = float(retry_after) if retry_after is not None else 0.0
-        except ValueError:
-            asked = 0.0
-        return max(backoff, min(asked, MAX_RETRY_AFTER_SECONDS))
+            return self._retry.call(once)
+        except TryAgain as exc:
+            raise ProviderError(f"{exc} (after {self._retry.attempts} attempts)") from exc
+
+
+def _describe(exc: httpx.HTTPError) -> str:
+    detail = str(exc).strip()
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+
+
+def _server_message(response: httpx.Response) -> str:
+    """What the server said about its refusal: the OpenAI-style ``error.message`` when it
+    sent one, else the start of its body; bounded, since it ends up in messages and logs."""
+    try:
+        raw = response.read()
+    except httpx.HTTPError:
+        return "(no readable body)"
+    finally:
+        response.close()
+    text = raw[:4096].decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, Mapping):
+        error = data.get("error")
+        message = error.get("message") if isinstance(error, Mapping) else error
+        if isinstance(message, str) and message.strip():
+            text = message
+    text = " ".join(text.split())
+    return (text[:MAX_SERVER_MESSAGE] + "...") if len(text) > MAX_SERVER_MESSAGE else (
+        text or "(empty body)")
 
 
 def _first_choice(data: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -5,9 +5,9 @@ declared metadata, where to fetch the bytes), sorted and checked for colliding s
 exactly like the local folder does, and only then fetched one at a time, so a run never
 holds more than one document in memory.
 
-A transient failure (connection refused or reset, timeout, HTTP 5xx) is tried again with
-exponential backoff; after the configured number of attempts the document is quarantined
-with ``FETCH_FAILED`` and the run goes on.
+A transient failure (connection refused or reset, timeout, HTTP 429 or 5xx) is tried again
+with exponential backoff and jitter (:mod:`affidavit.retry`); after the configured number
+of attempts the document is quarantined with ``FETCH_FAILED`` and the run goes on.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from typing import TypeVar
 
 from affidavit.errors import InputRejected
 from affidavit.records import DocumentMetadata, SourceDocument, sha256_hex
+from affidavit.retry import RetryPolicy as NetworkRetryPolicy
+from affidavit.retry import TryAgain
 
 FETCH_FAILED = "FETCH_FAILED"
 DUPLICATE_SOURCE_ID = "DUPLICATE_SOURCE_ID"
@@ -27,7 +29,7 @@ DUPLICATE_SOURCE_ID = "DUPLICATE_SOURCE_ID"
 T = TypeVar("T")
 
 
-class TransientFailure(Exception):
+class TransientFailure(TryAgain):
     """A failure worth another attempt; never escapes the transports."""
 
 
@@ -84,14 +86,10 @@ def in_listing_order(entries: Iterable[RemoteEntry]) -> Iterator[RemoteEntry]:
             )
 
 
-def backoff_delays(attempts: int, base_seconds: float) -> tuple[float, ...]:
-    """The pauses between ``attempts`` tries: base, 2 x base, 4 x base ..."""
-    return tuple(base_seconds * 2**index for index in range(max(attempts, 1) - 1))
-
-
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How often a transient failure is tried again, and how long to wait in between."""
+    """How often a transient failure is tried again: the one network retry policy
+    (:class:`affidavit.retry.RetryPolicy`: exponential backoff with jitter)."""
 
     attempts: int = 3
     backoff_seconds: float = 0.5
@@ -103,15 +101,11 @@ class RetryPolicy:
         Permanent refusals (``InputRejected``) pass through at once. When every attempt
         failed, raises ``InputRejected(FETCH_FAILED)`` naming the last failure.
         """
-        delays = backoff_delays(self.attempts, self.backoff_seconds)
-        for delay in (*delays, None):
-            try:
-                return operation()
-            except TransientFailure as exc:
-                if delay is None:
-                    tries = len(delays) + 1
-                    raise InputRejected(
-                        FETCH_FAILED, f"{what}: {exc} ({tries} attempt{'s' * (tries > 1)})"
-                    ) from exc
-                self.sleep(delay)
-        raise AssertionError("unreachable: the last delay is None")  # pragma: no cover
+        policy = NetworkRetryPolicy(self.attempts, self.backoff_seconds, self.sleep)
+        try:
+            return policy.call(operation)
+        except TryAgain as exc:
+            tries = max(self.attempts, 1)
+            raise InputRejected(
+                FETCH_FAILED, f"{what}: {exc} ({tries} attempt{'s' * (tries > 1)})"
+            ) from exc
