@@ -117,7 +117,8 @@ def _derived_seen(record: dict[str, Any], readable: list[ChunkRecord],
     the same now; a chunk with no logged evidence entry only if nothing of it is withheld."""
     logged = {str(e.get("chunk_id")): e for e in record.get("evidence") or []
               if isinstance(e, dict)}
-    for_model = model_labels(authz.granted_labels)
+    egress = (record.get("egress") or {}).get("answer_labels")
+    for_model = model_labels(authz.granted_labels, None if egress is None else set(egress))
     seen: set[str] = set()
     for r in readable:
         entry = logged.get(r.chunk.chunk_id)
