@@ -27,7 +27,7 @@ def wait_for_run(client: httpx.Client, run_id: str) -> dict[str, Any]:
     while (status := client.get(f"/v1/ingest/{run_id}").json())["status"] == "RUNNING":
         assert time.monotonic() < deadline, status
         time.sleep(0.1)
-    return status
+    return dict(status)
 
 
 def test_a_source_url_is_fetched_in_the_background_and_refused_addresses_stay_out(
