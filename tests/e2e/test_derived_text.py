@@ -1,6 +1,7 @@
 """Titles, headings and locators are labelled like paragraphs and withheld like them.
 
-A title (front matter, HTML ``<title>``, JSON ``title``, a first H1) and every heading get a
+A title (front matter, HTML ``<title>``, JSON/YAML ``title``, DOCX core properties, a first
+H1) and every heading get a
 label from the same signals as a paragraph; a reader who may not read that label sees a
 neutral stand-in in search output, citations and ledger views, and a model never sees a
 RESTRICTED one, even when the asker may read it.
@@ -8,12 +9,14 @@ RESTRICTED one, even when the asker may read it.
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import docx
 import pytest
 
 from affidavit.answer import ExtractiveProvider, ProviderRequest, ProviderResponse
@@ -43,8 +46,21 @@ CORPUS = {
     "page.html": f"<html><head><title>Quarterly {MONEY} review</title></head><body>"
                  f"<p>Printers page. {BODY}</p></body></html>",
     "data.json": json.dumps({"title": f"{SECRET} dossier", "body": f"Printers data. {BODY}"}),
+    "data.yaml": f"title: {SECRET} register\nbody: Printers register. {BODY}\n",
 }
-SIDECAR_ACL = {"page.html", "data.json"}
+SIDECAR_ACL = {"page.html", "data.json", "data.yaml", "brief.docx"}
+
+
+def word_document() -> bytes:
+    """A DOCX whose core-properties title and one heading are sensitive."""
+    document = docx.Document()
+    document.core_properties.title = f"{SECRET} brief"
+    document.add_paragraph(f"Printers brief. {BODY}")
+    document.add_heading(f"Quarterly {MONEY} outlook", 1)
+    document.add_paragraph(BODY)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
 
 
 class RecordingProvider:
@@ -79,14 +95,16 @@ def settings() -> Settings:
 def deployment(tmp_path: Path) -> Iterator[Deployment]:
     root = tmp_path / "corpus"
     root.mkdir()
-    for name, text in CORPUS.items():
-        (root / name).write_text(text, encoding="utf-8")
+    (root / "brief.docx").write_bytes(word_document())
+    for name in sorted(SIDECAR_ACL | CORPUS.keys()):
+        if name in CORPUS:
+            (root / name).write_text(CORPUS[name], encoding="utf-8")
         if name in SIDECAR_ACL:
             (root / f"{name}.meta.yaml").write_text(ACL + "\n", encoding="utf-8")
     config = settings()
     store = SQLiteStore(tmp_path / "a.db")
     summary = Ingestor(store, config).run([LocalFolderSource(root, max_document_bytes=1 << 20)])
-    assert summary.count("ingested") == len(CORPUS), summary.to_dict()
+    assert summary.count("ingested") == len(CORPUS) + 1, summary.to_dict()
     for user in ("user:ann", "user:bo"):
         store.add_tuple(TENANT, RelationTuple("group:staff", "member", user, "test"), at=NOW)
     store.grant(TENANT, "user:ann", ["INTERNAL"], at=NOW)
@@ -116,9 +134,12 @@ def test_titles_and_headings_are_classified_like_paragraphs(deployment: Deployme
     assert titles["memo.md"] == (f"{SECRET} memo", "RESTRICTED")  # first H1
     assert titles["page.html"] == (f"Quarterly {MONEY} review", "FINANCIAL")  # <title>
     assert titles["data.json"] == (f"{SECRET} dossier", "RESTRICTED")  # JSON title
+    assert titles["data.yaml"] == (f"{SECRET} register", "RESTRICTED")  # YAML title
+    assert titles["brief.docx"] == (f"{SECRET} brief", "RESTRICTED")  # DOCX core properties
     headings = {h: lab for c in chunks
                 for h, lab in zip(c.heading_path, c.derived.heading_labels, strict=True)}
     assert headings[f"{SECRET} {MONEY} timeline"] == "RESTRICTED"
+    assert headings[f"Quarterly {MONEY} outlook"] == "FINANCIAL"
     # The paragraph under that heading keeps its own label: only the heading is sensitive.
     under = [c for c in chunks if f"{SECRET} {MONEY} timeline" in c.heading_path
              and c.text.strip().startswith("The office printers")]
@@ -133,13 +154,13 @@ def test_withheld_heading_shows_stand_in_in_search_and_prompt(deployment: Deploy
     engine = deployment.engine
     hits = engine.search("user:ann", "printers office spring")
     assert {h.label for h in hits} == {"INTERNAL"}
-    assert len({h.doc_id for h in hits}) == len(CORPUS)
+    assert len({h.doc_id for h in hits}) == len(CORPUS) + 1
     shown = json.dumps([h.to_dict() for h in hits])
     assert _leaks(shown, SECRET, MONEY) == []
     assert HEADING_WITHHELD in shown
     by_title = {h.title for h in hits}
     # The source's own path stands in for a title the reader may not see.
-    assert {"plan.md", "memo.md", "page.html", "data.json"} <= by_title | {TITLE_WITHHELD}
+    assert set(CORPUS) | {"brief.docx"} == by_title
     result = engine.ask("user:ann", "When are the office printers replaced?")
     assert deployment.provider.requests, result.to_dict()
     for request in deployment.provider.requests:
