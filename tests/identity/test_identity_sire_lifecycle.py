@@ -141,10 +141,16 @@ def test_bulk_approval_is_one_pass_and_records_the_approver(tmp_path: Path) -> N
     ids = [r.sire_id for r in store.list_sire("default", state="PROPOSED")]
     assert len(ids) == 12
     sire_reads: list[str] = []
-    store._conn.set_trace_callback(
-        lambda sql: sire_reads.append(sql) if "FROM sire s JOIN versions" in sql else None)
+    read = store._read
+
+    def counting_read(sql: str, params: object = ()) -> list[tuple[object, ...]]:
+        if "FROM sire s JOIN versions" in sql:
+            sire_reads.append(sql)
+        return read(sql, params)  # type: ignore[arg-type]
+
+    store._read = counting_read  # type: ignore[method-assign]
     approvals = approve_sires(store, "default", ids, by="user:curator", at=NOW, batch_size=5)
-    store._conn.set_trace_callback(None)
+    del store._read
     # One read of every record, then one read back per batch of 5: never one read per id.
     assert len(sire_reads) == 1 + 3
     assert [a.sire_id for a in approvals] == ids

@@ -108,8 +108,8 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
         if self.path == ":memory:" or self._batch() is not None:
             yield  # a second connection to :memory: would be another database
             return
-        batch = IngestBatch(open_batch_connection(self.path), max_documents=max_documents,
-                            max_seconds=max_seconds)
+        batch = IngestBatch(open_batch_connection(self.path), self.path,
+                            max_documents=max_documents, max_seconds=max_seconds)
         self._batches.current = batch
         try:
             yield
