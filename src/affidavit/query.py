@@ -36,6 +36,8 @@ from affidavit.answer import (
     strip_think_blocks,
     verify_claims,
 )
+from affidavit.answer.gate import shown_answer
+from affidavit.answer.relevance import evidence_texts, question_coverage
 from affidavit.authz import Authorizer, FailClosedAuthorizer, StoreAuthorizer
 from affidavit.classify.derived import model_labels, restricted_derived
 from affidavit.classify.epoch import label_epoch
@@ -304,8 +306,11 @@ class Engine:
         trace.record["layers_available"] = {layer.name: not layer.unavailable for layer in inputs}
         verdicts = verify_claims(claims, by_src, threshold=self.settings.answer.support_threshold,
                                  layer_inputs=inputs)
+        relevance = question_coverage(request.prompt.question, evidence_texts(evidence),
+                                      compliance=trace.record.get("compliance"))
+        trace.record["relevance"] = relevance.to_dict()
         decision = decide(verdicts, role=trace.role, evidence_count=len(evidence),
-                          stripped_citations=stripped)
+                          stripped_citations=stripped, relevance=relevance)
         claim_dicts = [{
             "index": v.claim.index, "text": v.claim.text, "start": v.claim.start,
             "end": v.claim.end, "status": v.status, "support": v.support,
@@ -324,7 +329,7 @@ class Engine:
                       "locator": caller_view[by_src[src].chunk_id].chunk.locator}
                      for src in cited]
         blocked = decision.output_state == "BLOCKED"
-        final = governed_refusal(decision) if blocked or not claims else answer
+        final = shown_answer(decision, answer, len(claims))
         trace.record.update({"stripped_citations": list(stripped), "claims": claim_dicts,
                              "gate_reasons": list(decision.reasons)})
         return self._emit(trace, decision.output_state, final,

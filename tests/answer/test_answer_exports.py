@@ -9,7 +9,8 @@ def test_all_names_exist_and_public_names_are_exported() -> None:
     exported = set(affidavit.answer.__all__)
     assert all(hasattr(affidavit.answer, name) for name in exported)
     modules = {"atoms", "attribution", "citations", "claims", "compiler", "evaluate",
-               "evidence", "faq", "gate", "guard", "layers", "openai", "providers",
+               "evidence", "facts", "faq", "gate", "guard", "layers", "openai", "providers",
+               "relevance", "check",
                "stability", "support", "template", "text", "verify"}
     public = {name for name in vars(affidavit.answer)
               if not name.startswith("_") and name not in modules}

@@ -90,7 +90,8 @@ _CURRENCY_CODES = "USD|EUR|GBP|JPY|CNY|RMB|CHF|CAD|AUD|INR|HKD|SGD"
 _UNITS = (
     r"%|％|percent\b|per\s?cent\b|(?:business|working|calendar)\s+days?\b|days?\b|hours?\b"
     r"|hrs?\b|minutes?\b|mins?\b|seconds?\b|secs?\b|weeks?\b|months?\b|years?\b|yrs?\b"
-    rf"|(?:{_CURRENCY_CODES})\b|dollars?\b|euros?\b"
+    r"|nights?\b|kilomet(?:er|re)s?\b|km\b|miles?\b|kilograms?\b|kg\b"
+    rf"|(?:{_CURRENCY_CODES})\b|dollars?\b|euros?\b|pounds?(?:\s+sterling)?\b|sterling\b"
     r"|个工作日|工作日|个月|小时|分钟|美元|欧元|英镑|日元|人民币|元|天|日|周|年"
 )
 _NUMBER = re.compile(
@@ -111,6 +112,9 @@ _UNIT_NAMES = {
     "%": "%", "％": "%", "percent": "%", "per cent": "%", "percent ": "%",
     "usd": "USD", "$": "USD", "us$": "USD", "dollar": "USD", "美元": "USD",
     "eur": "EUR", "€": "EUR", "euro": "EUR", "欧元": "EUR", "gbp": "GBP", "£": "GBP",
+    "pound": "GBP", "pound sterling": "GBP", "pounds sterling": "GBP", "sterling": "GBP",
+    "night": "night", "km": "km", "kilometer": "km", "kilometre": "km", "mile": "mile",
+    "kg": "kg", "kilogram": "kg",
     "英镑": "GBP", "jpy": "JPY", "日元": "JPY", "cny": "CNY", "rmb": "CNY", "元": "CNY",
     "人民币": "CNY", "¥": "CNY/JPY", "￥": "CNY/JPY", "chf": "CHF", "cad": "CAD", "aud": "AUD",
     "inr": "INR", "hkd": "HKD", "sgd": "SGD",
@@ -121,6 +125,22 @@ _UNIT_NAMES = {
     "week": "week", "周": "week", "month": "month", "个月": "month", "year": "year",
     "yr": "year", "年": "year",
 }
+
+_SMALL_NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+    "seventy": 70, "eighty": 80, "ninety": 90,
+}
+_WORD_SCALES = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9}
+_NUMBER_WORD = "|".join(sorted((*_SMALL_NUMBER_WORDS, *_WORD_SCALES), key=lambda w: (-len(w), w)))
+_WORDED_NUMBER = re.compile(
+    rf"(?<![A-Za-z\-])(?P<words>(?:{_NUMBER_WORD})(?:(?:\s+and\s+|\s+|-)(?:{_NUMBER_WORD}))*)"
+    rf"(?:\s(?P<unit>{_UNITS}))?(?![A-Za-z\-])",
+    re.IGNORECASE,
+)
+"""Numbers written in words: "two hundred and fifty pounds" is ``250 GBP``."""
 
 _TEMPORAL_PATTERNS = tuple(
     (re.compile(p, re.IGNORECASE), value)
@@ -168,7 +188,7 @@ def extract_atoms(text: str, start: int = 0, end: int | None = None) -> tuple[At
     """Atoms of ``text[start:end]`` in order of position; offsets index into ``text``."""
     stop = len(text) if end is None else end
     taken: list[_Found] = []
-    for finder in (_regulatory, _dates, _numbers, _temporals):
+    for finder in (_regulatory, _dates, _numbers, _worded_numbers, _temporals):
         for found in finder(text, start, stop):
             if not any(found[0] < t[1] and t[0] < found[1] for t in taken):
                 taken.append(found)
@@ -247,6 +267,45 @@ def _number_value(m: re.Match[str]) -> tuple[str, str]:
     if unit == "%":
         return f"{number}%", unit
     return (f"{number} {unit}" if unit else number), unit
+
+
+def _worded_numbers(text: str, start: int, end: int) -> Iterator[_Found]:
+    for m in _WORDED_NUMBER.finditer(text, start, end):
+        words = re.split(r"[\s\-]+", m.group("words").casefold())
+        unit = _canonical_unit(m.group("unit"))
+        # A lone "one" or "zero" is mostly a pronoun or an idiom ("no one", "one of"), not a
+        # quantity; it counts only with a unit.
+        if len(words) == 1 and words[0] in ("one", "zero") and not unit:
+            continue
+        amount = worded_amount([w for w in words if w != "and"])
+        if amount is None:
+            continue
+        number = canonical_amount(Decimal(amount))
+        value = f"{number}%" if unit == "%" else (f"{number} {unit}" if unit else number)
+        yield m.start(), m.end(), "number", value, unit
+
+
+def worded_amount(words: list[str]) -> int | None:
+    """The integer an English number in words names (``["two", "hundred", "fifty"]`` ->
+    250), or ``None`` when the words do not form one number ("five six")."""
+    total, group, last = 0, 0, 10**13
+    for word in words:
+        if word in _SMALL_NUMBER_WORDS:
+            small = _SMALL_NUMBER_WORDS[word]
+            # "twenty five" adds; "five six" or "fifty twenty" is two numbers, not one.
+            if group % 100 and not (group % 100 >= 20 and group % 10 == 0 and small < 10):
+                return None
+            group += small
+        elif word == "hundred":
+            if group % 100 == 0 or group >= 100:
+                return None
+            group *= 100
+        else:
+            scale = _WORD_SCALES[word]
+            if scale >= last or group == 0:
+                return None
+            total, group, last = total + group * scale, 0, scale
+    return total + group
 
 
 def canonical_amount(amount: Decimal) -> str:

@@ -4,9 +4,13 @@ Rules, first match wins:
 
 1. an unknown role or claim status -> BLOCKED (fail closed);
 2. any contradicted claim -> BLOCKED;
-3. no evidence -> REQUIRES_SPEC; no claims, or refusals only -> REQUIRES_SPEC;
+3. no evidence -> REQUIRES_SPEC; evidence that does not address the question (its key
+   terms, :mod:`affidavit.answer.relevance`) -> REQUIRES_SPEC; no claims, or refusals
+   only -> REQUIRES_SPEC;
 4. every non-refusal claim VERIFIED -> AUTHORIZED, lowered to PARTIAL when fabricated
-   citations had to be stripped (the generation ignored its citation constraint);
+   citations had to be stripped (the generation ignored its citation constraint) or when
+   two claims give different values for one quantity (each may be true of its own source,
+   but the answer cannot vouch for both; the reason names both claims);
 5. no claim VERIFIED -> REQUIRES_SPEC;
 6. otherwise PARTIAL.
 
@@ -21,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from affidavit.answer.compiler import ROLES
+from affidavit.answer.facts import claim_conflicts
+from affidavit.answer.relevance import QuestionCoverage
 from affidavit.answer.verify import PARTIALLY_VERIFIED, REFUSED, UNVERIFIED, VERIFIED, ClaimVerdict
 
 AUTHORIZED = "AUTHORIZED"
@@ -43,6 +49,10 @@ _REFUSALS = (
                              "or answered."),
     ("NO_EVIDENCE", "No evidence available to you answers this question, so no answer is "
                     "given."),
+    ("QUESTION_NOT_ADDRESSED", "The evidence available to you does not address this "
+                               "question, so no answer is given."),
+    ("BOUNDARY_NON_COMPLIANT", "The evidence available to you does not address this "
+                               "question, so no answer is given."),
 )
 _GOVERNANCE_REFUSAL = (
     "This answer was withheld because a governance check did not pass or could not be "
@@ -72,8 +82,10 @@ def decide(
     role: str,
     evidence_count: int,
     stripped_citations: Sequence[str],
+    relevance: QuestionCoverage | None = None,
 ) -> GateDecision:
-    """The output state for an answer with these claim verdicts."""
+    """The output state for an answer with these claim verdicts; ``relevance`` says whether
+    the evidence addresses the question (unknown when ``None``)."""
     stripped = len(set(stripped_citations))
     notes = [f"FABRICATED_CITATIONS_STRIPPED:{stripped}"] if stripped else []
     failure = _failed_closed(verdicts, role)
@@ -82,7 +94,15 @@ def decide(
     contradicted = [f"CONTRADICTED_CLAIM:{v.claim.index}" for v in verdicts if v.contradicted]
     if contradicted:
         return GateDecision(BLOCKED, (*contradicted, *notes))
+    if evidence_count > 0 and relevance is not None and not relevance.addressed:
+        return GateDecision(REQUIRES_SPEC, (*relevance.reasons, *notes))
     state, reasons = _authoritative_state(verdicts, evidence_count, bool(stripped_citations))
+    conflicts = tuple(c.reason for c in claim_conflicts(
+        [(v.claim.index, v.claim.text) for v in verdicts if v.status != REFUSED]))
+    if conflicts and state == AUTHORIZED:
+        state, reasons = PARTIAL, (*conflicts, *reasons)
+    elif conflicts:
+        reasons = (*conflicts, *reasons)
     if role == "advisory" and state in (AUTHORIZED, PARTIAL):
         return GateDecision(NARRATIVE_ONLY, ("ADVISORY_ROLE_CEILING", *reasons, *notes))
     return GateDecision(state, (*reasons, *notes))
@@ -116,6 +136,16 @@ def _authoritative_state(
     if verified == 0:
         return REQUIRES_SPEC, ("NO_VERIFIED_CLAIMS", *refused)
     return PARTIAL, (f"VERIFIED_CLAIMS:{verified}/{len(asserted)}", *refused)
+
+
+def shown_answer(decision: GateDecision, answer: str, claim_count: int) -> str:
+    """What the asker is shown: the answer, or the governed refusal when the answer is
+    blocked, has no claims, or answers a question the evidence does not address."""
+    unaddressed = any(r.startswith(("QUESTION_NOT_ADDRESSED", "BOUNDARY_NON_COMPLIANT"))
+                      for r in decision.reasons)
+    if decision.output_state == BLOCKED or not claim_count or unaddressed:
+        return governed_refusal(decision)
+    return answer
 
 
 def governed_refusal(decision: GateDecision) -> str:

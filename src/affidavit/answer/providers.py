@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 from affidavit.answer.attribution import TokenScores
 from affidavit.answer.citations import LOOSE_SRC_PATTERN
 from affidavit.answer.compiler import CompiledPrompt
+from affidavit.answer.relevance import evidence_texts, question_coverage
 from affidavit.answer.text import _sentence_spans, content_terms, normalize_space
 from affidavit.errors import InputRejected, ProviderError
 
@@ -178,7 +179,8 @@ class ThinkStreamFilter:
 class ExtractiveProvider:
     """Offline, deterministic, no model: answers with the evidence sentences that share the
     most content terms with the question, verbatim (whitespace collapsed), each followed by
-    its ``[src:ID]`` tag, in evidence order. No overlap at all gives an empty answer."""
+    its ``[src:ID]`` tag, in evidence order. No overlap at all gives an empty answer; evidence
+    that does not cover the question's key terms gives a refusal, never unrelated quotes."""
 
     name = "extractive"
     model_id = "extractive-v1"
@@ -192,6 +194,13 @@ class ExtractiveProvider:
         """Pick and cite the best-matching evidence sentences."""
         limit = min(self.max_sentences, request.max_sentences)
         chosen = _best_sentences(request.prompt, limit)
+        coverage = question_coverage(request.prompt.question,
+                                     evidence_texts(request.prompt.evidence))
+        if chosen and coverage.uncovered:
+            # The question's own words, never the evidence: a refusal quotes nothing.
+            missing = ", ".join(coverage.words)
+            text = f"The evidence does not address this question (nothing on: {missing})."
+            return ProviderResponse(text=text, model_id=self.model_id)
         text = " ".join(f"{sentence} [src:{src}]" for _, _, sentence, src in chosen)
         return ProviderResponse(text=text, model_id=self.model_id)
 

@@ -18,6 +18,13 @@ from dataclasses import dataclass
 from affidavit.answer.atoms import Atom, extract_atoms
 from affidavit.answer.claims import Claim
 from affidavit.answer.evidence import EvidenceItem
+from affidavit.answer.facts import (
+    AttachedFact,
+    attached_facts,
+    disputes,
+    place_conflict,
+    proper_names,
+)
 from affidavit.answer.text import CJK_CLASS, _sentence_spans, content_terms, stem
 
 POLARITY_SENTENCES = 3
@@ -54,6 +61,7 @@ class EvidenceSentence:
     text: str
     atoms: tuple[Atom, ...]
     terms: frozenset[str]
+    facts: tuple[AttachedFact, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class EvidenceSource:
 
     sentences: tuple[EvidenceSentence, ...]
     terms: frozenset[str]
+    words: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -75,10 +84,12 @@ class AtomCheck:
 def read_source(item: EvidenceItem) -> EvidenceSource:
     """Split an evidence item into sentences with their atoms and content terms."""
     sentences = tuple(
-        EvidenceSentence(text, extract_atoms(text), frozenset(content_terms(text)))
+        EvidenceSentence(text, extract_atoms(text), frozenset(content_terms(text)),
+                         attached_facts(text))
         for text in (item.text[s:e] for s, e in _sentence_spans(item.text))
     )
-    return EvidenceSource(sentences, frozenset().union(*(s.terms for s in sentences)))
+    words = frozenset(w.casefold() for w in _WORD.findall(item.text))
+    return EvidenceSource(sentences, frozenset().union(*(s.terms for s in sentences)), words)
 
 
 # --------------------------------------------------------------------------- atoms
@@ -88,8 +99,13 @@ def check_atoms(claim: Claim, sources: Sequence[EvidenceSource]) -> AtomCheck:
     """Which of the claim's atoms the evidence lacks, and which it disputes."""
     sentences = [sentence for source in sources for sentence in source.sentences]
     evidence_atoms = [atom for sentence in sentences for atom in sentence.atoms]
+    evidence_facts = [fact for sentence in sentences for fact in sentence.facts]
     missing: list[Atom] = []
     contradictions: list[str] = []
+    for fact in attached_facts(claim.text):
+        conflict = place_conflict(fact, evidence_facts)
+        if conflict and conflict not in contradictions:
+            contradictions.append(conflict)
     for atom in claim.atoms:
         if any(same_fact(atom, other) for other in evidence_atoms):
             continue
@@ -131,9 +147,19 @@ def _conflicting_value(atom: Atom, sentences: Sequence[EvidenceSentence]) -> str
         if not _mentions(sentence, atom.noun):
             continue
         for other in sentence.atoms:
-            if other.kind == atom.kind and other.unit == atom.unit and other.value != atom.value:
+            if disputes(atom, other):
                 return other.value
     return ""
+
+
+# --------------------------------------------------------------------------- names
+
+
+def missing_names(claim_text: str, sources: Sequence[EvidenceSource]) -> tuple[str, ...]:
+    """Proper names of the claim (places, people, organisations) its evidence never uses:
+    a claim about another city or party than its evidence is not supported by it."""
+    words = frozenset().union(*(source.words for source in sources))
+    return tuple(sorted(name for name in proper_names(claim_text) if name not in words))
 
 
 def _mentions(sentence: EvidenceSentence, noun: str) -> bool:
@@ -172,7 +198,23 @@ def polarity_conflict(claim_text: str, sources: Sequence[EvidenceSource]) -> str
         return "POLARITY_MISMATCH:direction"
     if negated and not direction and not any(n for _, n in others):
         return "POLARITY_MISMATCH:negation"
+    stating = [s.text for s in sentences if wanted <= s.terms]
+    parity = _plain_negations(claim_text) % 2
+    if stating and all(_plain_negations(text) % 2 != parity for text in stating):
+        # Every sentence that states all the claim says does so with the opposite sense.
+        return "POLARITY_MISMATCH:negation_flipped"
     return ""
+
+
+_PLAIN_NEGATION = re.compile(
+    r"(?<![A-Za-z])(?:not|never|cannot|neither|nor|none|no(?!\s+(?:later|earlier|more|less"
+    r"|fewer|longer|sooner)\b))(?![A-Za-z])|n't(?![A-Za-z])", re.IGNORECASE)
+
+
+def _plain_negations(text: str) -> int:
+    """Negations that reverse a statement ("not", "never", "no"), without bounds such as
+    "no later than" that only phrase a limit."""
+    return len(_PLAIN_NEGATION.findall(text)) + len(_CJK_NEGATIONS.findall(text))
 
 
 def _polarity(text: str) -> tuple[int, bool]:

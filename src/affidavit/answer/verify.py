@@ -48,6 +48,7 @@ from affidavit.answer.support import (
     EvidenceSource,
     check_atoms,
     coverage,
+    missing_names,
     polarity_conflict,
     read_source,
     same_fact,
@@ -189,6 +190,7 @@ def _verify(claim: Claim, sources: Mapping[str, EvidenceSource], threshold: floa
     cited_sources = [sources[c] for c in cited]
     check = check_atoms(claim, cited_sources or list(sources.values()))
     polarity = polarity_conflict(claim.text, cited_sources) if cited_sources else ""
+    names = missing_names(claim.text, cited_sources) if cited_sources else ()
     layers: dict[str, LayerResult] = {
         "citation": _citation_layer(claim, cited),
         "l2_atoms": _atoms_layer(claim, cited_sources, check),
@@ -198,7 +200,8 @@ def _verify(claim: Claim, sources: Mapping[str, EvidenceSource], threshold: floa
     layers.update({name: _model_layer(layer, claim.index)
                    for name, layer in model_layers.items()})
     support = layers["l2_coverage"].score or 0.0
-    status, reasons = _l2_status(claim, bool(cited), check, support, threshold, polarity)
+    status, reasons = _l2_status(claim, bool(cited), check, support, threshold,
+                                 polarity, names)
     status, reasons = _fold_model_layers(status, reasons, layers)
     return ClaimVerdict(
         claim=claim,
@@ -211,7 +214,7 @@ def _verify(claim: Claim, sources: Mapping[str, EvidenceSource], threshold: floa
 
 
 def _l2_status(claim: Claim, cited: bool, check: AtomCheck, support: float, threshold: float,
-               polarity: str) -> tuple[str, tuple[str, ...]]:
+               polarity: str, names: tuple[str, ...] = ()) -> tuple[str, tuple[str, ...]]:
     if is_refusal(claim.text):
         return REFUSED, ("REFUSAL",)
     reasons: list[str] = []
@@ -223,9 +226,10 @@ def _l2_status(claim: Claim, cited: bool, check: AtomCheck, support: float, thre
         reasons.append(f"LOW_COVERAGE:{support:.3f}")
     if polarity:
         reasons.append(polarity)
+    reasons.extend(f"NAME_NOT_IN_EVIDENCE:{name}" for name in names)
     if check.contradictions or not cited:
         return UNVERIFIED, tuple(reasons)
-    if not check.missing and support >= threshold and not polarity:
+    if not check.missing and support >= threshold and not polarity and not names:
         return VERIFIED, tuple(reasons)
     if support >= threshold / 2:
         return PARTIALLY_VERIFIED, tuple(reasons)

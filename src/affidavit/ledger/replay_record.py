@@ -35,12 +35,13 @@ from affidavit.answer import (
     compile_prompt,
     decide,
     extract_claims,
-    governed_refusal,
     load_template,
     strip_fabricated,
     strip_think_blocks,
     verify_claims,
 )
+from affidavit.answer.gate import shown_answer
+from affidavit.answer.relevance import evidence_texts, question_coverage
 from affidavit.authz import StoreAuthorizer
 from affidavit.config import Settings
 from affidavit.errors import NotFound
@@ -287,16 +288,23 @@ def _check_verification(run: _Replay, record: Mapping[str, Any], evidence: list[
     inputs = [LayerInput.from_dict(d) for d in record.get("layer_inputs", [])]
     verdicts = verify_claims(claims, by_src, threshold=settings.answer.support_threshold,
                              layer_inputs=inputs)
+    logged_relevance = record.get("relevance")
+    relevance = None
+    if isinstance(logged_relevance, Mapping):
+        # The compliance score is logged state; the question's coverage is recomputed.
+        relevance = question_coverage(
+            str(record["query"]), evidence_texts(evidence),
+            compliance={"expected_from": "scope", "status": "NON_COMPLIANT", "score": 0.0}
+            if logged_relevance.get("compliance") else None)
+        run.compare("relevance", dict(logged_relevance), relevance.to_dict())
     decision = decide(verdicts, role=str(record["role"]), evidence_count=len(evidence),
-                      stripped_citations=stripped)
+                      stripped_citations=stripped, relevance=relevance)
     run.compare("stripped_citations", record.get("stripped_citations"), list(stripped))
     run.compare("claims", [_claim_view(c) for c in record.get("claims", [])],
                 [_claim_view(_verdict_dict(v)) for v in verdicts])
     run.compare("output_state", record.get("output_state"), decision.output_state)
     run.compare("gate_reasons", record.get("gate_reasons"), list(decision.reasons))
-    blocked = decision.output_state == "BLOCKED"
-    final = governed_refusal(decision) if blocked or not claims else answer
-    run.compare("answer", record.get("answer"), final)
+    run.compare("answer", record.get("answer"), shown_answer(decision, answer, len(claims)))
 
 
 def _verdict_dict(verdict: Any) -> dict[str, Any]:

@@ -1,0 +1,60 @@
+"""``affidavit verify-claims FILE.jsonl``: a groundedness check for text from any source.
+
+Each input line is ``{"id", "claim", "evidence": ["sentence", ...]}``; each output line is
+``{"id", "status", "contradicted", "layers", "reasons"}``, decided by the layers the
+answer path runs (:func:`affidavit.answer.check.check_claim`). Every line is read and
+checked before anything is written, so a bad line (reported with its number) leaves no
+half-written output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from affidavit.answer.check import ClaimCheck, check_claim, parse_claim_line
+from affidavit.cli_commands import EXIT_OK, Context
+from affidavit.errors import InputRejected
+
+
+def add_verify_claims_command(sub: Any, common: argparse.ArgumentParser) -> None:
+    """The ``verify-claims`` subcommand."""
+    p = sub.add_parser("verify-claims", parents=[common],
+                       help="check claims against evidence sentences (JSON lines)",
+                       description="Check each claim of a JSON-lines file against its evidence "
+                                   "sentences with the verification layers answers use; write "
+                                   "one JSON line per claim.")
+    p.add_argument("file", metavar="FILE.jsonl", help="input lines: {id, claim, evidence}")
+    p.add_argument("--out", default=None, metavar="FILE",
+                   help="write the results here instead of standard output")
+    p.set_defaults(func=cmd_verify_claims)
+
+
+def check_claim_lines(lines: list[str], *, threshold: float) -> list[ClaimCheck]:
+    """Check every non-blank line; :class:`InputRejected` names the first bad line."""
+    checks: list[ClaimCheck] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        claim_id, claim, evidence = parse_claim_line(line, number)
+        checks.append(check_claim(claim_id, claim, evidence, threshold=threshold))
+    return checks
+
+
+def cmd_verify_claims(ctx: Context) -> int:
+    path = Path(ctx.args.file)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputRejected("UNREADABLE_CLAIMS_FILE", f"cannot read {path}: {exc}") from None
+    checks = check_claim_lines(lines, threshold=ctx.settings.answer.support_threshold)
+    text = "".join(json.dumps(c.to_dict(), ensure_ascii=False, sort_keys=True) + "\n"
+                   for c in checks)
+    if ctx.args.out:
+        Path(ctx.args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
