@@ -18,3 +18,26 @@ def test_every_benchmark_answers_help_with_usage(script: str) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage:"), result.stdout
     assert "Traceback" not in result.stderr
+
+
+def test_beir_embedding_figure_counts_the_chunks_it_embeds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The embed step used to print '0 chunks': the ingest had already embedded them."""
+    import importlib.util
+
+    from affidavit.store import SQLiteStore
+
+    spec = importlib.util.spec_from_file_location("beir_bench", BENCHMARKS / "beir.py")
+    assert spec is not None and spec.loader is not None
+    beir = importlib.util.module_from_spec(spec)
+    sys.modules["beir_bench"] = beir  # dataclasses look their module up by name
+    spec.loader.exec_module(beir)
+    corpus = [{"_id": f"d{i}", "title": f"Title {i}", "text": f"Body {i} about topic{i}."}
+              for i in range(3)]
+    settings = beir.bench_settings("hash", 8)
+    store = SQLiteStore(tmp_path / "beir.db")
+    beir.ingest(store, settings, beir.Dataset(corpus, [], {}))
+    beir.embed(store, settings)
+    embed_line = next(line for line in capsys.readouterr().out.splitlines()
+                      if line.startswith("embed ("))
+    assert ": 3 chunks in" in embed_line, embed_line
