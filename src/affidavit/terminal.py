@@ -49,6 +49,12 @@ class NeutralizingWriter:
     def __init__(self, inner: TextIO) -> None:
         self._inner = inner
 
+    @property
+    def inner(self) -> TextIO:
+        """The stream underneath, for output made of the program's own text only (a
+        progress bar redrawing its line); anything from a document must not go there."""
+        return self._inner
+
     def write(self, text: str) -> int:
         self._inner.write(neutralize_controls(text))
         return len(text)

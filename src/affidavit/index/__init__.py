@@ -1,38 +1,101 @@
 """Stage E: the tokenizer and BM25 scoring (pure functions), the in-memory governed index,
-the embedding backends and step of the vector channel, and the geometric boundary."""
+the embedding backends and step of the vector channel, and the geometric boundary.
 
-from affidavit.index.bm25 import (
-    DEFAULT_PARAMS,
-    Bm25Params,
-    bm25_scores,
-    document_frequencies,
-    document_score,
-    idf,
-    term_frequencies,
-    term_weight,
-)
-from affidavit.index.boundary import (
-    DEGRADED_BOUNDARY,
-    Boundary,
-    boundary_record,
-    compute_boundary,
-    corpus_boundary,
-    ledoit_wolf,
-    plausibility,
-)
-from affidavit.index.embed import EmbedReport, embed_missing, embed_query
-from affidavit.index.memory import MemoryIndex, TenantIndex, TenantVectors
-from affidavit.index.minilm import MiniLMBackend
-from affidavit.index.openai_embeddings import OpenAIEmbeddingBackend
-from affidavit.index.snapshot import IndexSnapshot, SnapshotSource, SQLiteSnapshotSource
-from affidavit.index.stopwords import BUILTIN_STOP_WORDS, expand_stop_words
-from affidavit.index.tokenize import TOKENIZER_VERSION, Tokenizer
-from affidavit.index.vectors import (
-    BACKENDS,
-    EmbeddingBackend,
-    HashEmbeddingBackend,
-    make_backend,
-)
+The names below are imported on first use (PEP 562), so that a command using only the
+tokenizer does not load numpy or the HTTP client with the vector backends.
+"""
+
+import importlib as _importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from affidavit.index.bm25 import (
+        DEFAULT_PARAMS,
+        Bm25Params,
+        bm25_scores,
+        document_frequencies,
+        document_score,
+        idf,
+        term_frequencies,
+        term_weight,
+    )
+    from affidavit.index.boundary import (
+        DEGRADED_BOUNDARY,
+        Boundary,
+        boundary_record,
+        compute_boundary,
+        corpus_boundary,
+        ledoit_wolf,
+        plausibility,
+    )
+    from affidavit.index.embed import EmbedReport, embed_missing, embed_query
+    from affidavit.index.memory import MemoryIndex, TenantIndex, TenantVectors
+    from affidavit.index.minilm import MiniLMBackend
+    from affidavit.index.openai_embeddings import OpenAIEmbeddingBackend
+    from affidavit.index.snapshot import IndexSnapshot, SnapshotSource, SQLiteSnapshotSource
+    from affidavit.index.stopwords import BUILTIN_STOP_WORDS, expand_stop_words
+    from affidavit.index.tokenize import TOKENIZER_VERSION, Tokenizer
+    from affidavit.index.vectors import (
+        BACKENDS,
+        EmbeddingBackend,
+        HashEmbeddingBackend,
+        make_backend,
+    )
+
+_EXPORTS = {
+    "DEFAULT_PARAMS": "bm25",
+    "Bm25Params": "bm25",
+    "bm25_scores": "bm25",
+    "document_frequencies": "bm25",
+    "document_score": "bm25",
+    "idf": "bm25",
+    "term_frequencies": "bm25",
+    "term_weight": "bm25",
+    "DEGRADED_BOUNDARY": "boundary",
+    "Boundary": "boundary",
+    "boundary_record": "boundary",
+    "compute_boundary": "boundary",
+    "corpus_boundary": "boundary",
+    "ledoit_wolf": "boundary",
+    "plausibility": "boundary",
+    "EmbedReport": "embed",
+    "embed_missing": "embed",
+    "embed_query": "embed",
+    "MemoryIndex": "memory",
+    "TenantIndex": "memory",
+    "TenantVectors": "memory",
+    "MiniLMBackend": "minilm",
+    "OpenAIEmbeddingBackend": "openai_embeddings",
+    "IndexSnapshot": "snapshot",
+    "SnapshotSource": "snapshot",
+    "SQLiteSnapshotSource": "snapshot",
+    "BUILTIN_STOP_WORDS": "stopwords",
+    "expand_stop_words": "stopwords",
+    "TOKENIZER_VERSION": "tokenize",
+    "Tokenizer": "tokenize",
+    "BACKENDS": "vectors",
+    "EmbeddingBackend": "vectors",
+    "HashEmbeddingBackend": "vectors",
+    "make_backend": "vectors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+# Only the exported names stay public.
+del TYPE_CHECKING, Any
+
 
 __all__ = [
     "BACKENDS",

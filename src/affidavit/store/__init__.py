@@ -25,10 +25,10 @@ from affidavit.store.base import (
     Store,
     VersionBundle,
 )
-from affidavit.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     from affidavit.store.postgres import PostgresStore
+    from affidavit.store.sqlite import SQLiteStore
 
 __all__ = [
     "ChunkRecord",
@@ -63,6 +63,8 @@ def open_store(location: str, *, base: Path | None = None,
     path = Path(path_text)
     if path_text != ":memory:" and not path.is_absolute() and base is not None:
         path = base / path
+    from affidavit.store.sqlite import SQLiteStore
+
     return SQLiteStore(path, create=create)
 
 
@@ -94,7 +96,13 @@ def _open_postgres(dsn: str) -> PostgresStore:
 
 
 def __getattr__(name: str) -> object:
-    # PostgresStore is imported on first use so that psycopg stays an optional extra.
+    # PostgresStore is imported on first use so that psycopg stays an optional extra, and
+    # SQLiteStore so that importing the store's types (every command does) does not load
+    # the backend and numpy before a command needs them.
     if name == "PostgresStore":
         return _postgres_class()
+    if name == "SQLiteStore":
+        from affidavit.store.sqlite import SQLiteStore
+
+        return SQLiteStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
