@@ -21,6 +21,7 @@ from affidavit.config import Settings
 from affidavit.errors import LimitExceeded
 from affidavit.service import (
     admin_routes,
+    console,
     document_routes,
     ingest_routes,
     ledger_routes,
@@ -35,7 +36,7 @@ from affidavit.store.base import Store
 
 ROUTERS: tuple[APIRouter, ...] = (query_routes.router, stream_routes.router,
                                   ledger_routes.router, document_routes.router,
-                                  ingest_routes.router, admin_routes.router)
+                                  ingest_routes.router, admin_routes.router, console.router)
 
 DESCRIPTION = """A governed retrieval-augmented generation engine over HTTP.
 

@@ -67,13 +67,19 @@ async def ledger_verify(request_id: str, request: Request,
 
     def verify(engine: Engine) -> dict[str, Any]:
         entry, view = visible_view(engine, caller, request_id)
-        report = replay(engine.store, state.settings, entry.record_id, tenant=caller.tenant)
-        data = report.to_dict()
-        difference = data.get("first_difference")
-        if difference and view["record"].get("withheld_evidence"):
-            # The difference can quote evidence the caller may no longer read: name the step.
-            data["first_difference"] = str(difference).split(":", 1)[0] + ": " + WITHHELD
-        return {"request_id": entry.request_id, "record_id": entry.record_id,
-                "passed": report.matches, **data}
+        return replay_view(engine, caller, entry, view)
 
     return await state.call(caller, verify)
+
+
+def replay_view(engine: Engine, caller: Credential, entry: LedgerEntry,
+                view: dict[str, Any]) -> dict[str, Any]:
+    """Re-execute ``entry``; ``view`` is the caller's redacted view of it."""
+    report = replay(engine.store, engine.settings, entry.record_id, tenant=caller.tenant)
+    data = report.to_dict()
+    difference = data.get("first_difference")
+    if difference and view["record"].get("withheld_evidence"):
+        # The difference can quote evidence the caller may no longer read: name the step.
+        data["first_difference"] = str(difference).split(":", 1)[0] + ": " + WITHHELD
+    return {"request_id": entry.request_id, "record_id": entry.record_id,
+            "passed": report.matches, **data}

@@ -26,10 +26,11 @@ from starlette.responses import StreamingResponse
 
 from affidavit.errors import LimitExceeded, ProviderError
 from affidavit.query import AskResult, new_request_id
+from affidavit.service.auth import Credential
 from affidavit.service.problems import kind_of
 from affidavit.service.query_routes import PROVIDER_FAILED
 from affidavit.service.schemas import PROBLEMS, QueryRequest, check_query_length
-from affidavit.service.state import QueryCaller, service_state
+from affidavit.service.state import QueryCaller, ServiceState, service_state
 
 router = APIRouter(prefix="/v1", tags=["query"])
 
@@ -83,7 +84,12 @@ def error_event(exc: Exception, request_id: str, **extra: Any) -> str:
 async def query_stream(body: QueryRequest, request: Request,
                        caller: QueryCaller) -> StreamingResponse:
     """The governed answer, streamed: draft tokens, then verification, then the envelope."""
-    state = service_state(request)
+    return answer_stream(service_state(request), caller, body)
+
+
+def answer_stream(state: ServiceState, caller: Credential,
+                  body: QueryRequest) -> StreamingResponse:
+    """The event stream of one governed answer for ``caller`` (also the web console's)."""
     check_query_length(body.query, state.settings.service.max_query_chars)
     request_id = new_request_id()
     loop = asyncio.get_running_loop()
