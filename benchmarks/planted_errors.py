@@ -98,11 +98,16 @@ def corpus_sentences(root: Path) -> list[Sentence]:
 
 def other_amount(rng: random.Random, amount: int) -> int:
     """A different, plausible amount."""
-    return max(1, amount + rng.choice((-1, 1)) * rng.choice((1, 2, 5, 10, max(1, amount // 4))))
+    step = rng.choice((1, 2, 5, 10, max(1, amount // 4)))
+    return amount + step if amount - step < 1 or rng.random() < 0.5 else amount - step
 
 
 def _numbers(s: Sentence) -> list[Atom]:
-    return [a for a in s.atoms if a.kind == "number" and re.search(r"\d", a.text)]
+    """Number atoms written with digits that are quantities, not parts of identifiers or
+    times ("HM-FIN-01", "B-2", "21:00")."""
+    return [a for a in s.atoms if a.kind == "number" and re.search(r"\d", a.text)
+            and s.text[max(0, a.start - 1):a.start] not in ("-", ":")
+            and s.text[a.end:a.end + 1] not in ("-", ":")]
 
 
 def _replace(text: str, atom: Atom, new: str) -> str:
@@ -122,16 +127,17 @@ def plant_number(rng: random.Random, s: Sentence) -> str | None:
 
 
 def _in_words(rng: random.Random, s: Sentence, change: bool) -> str | None:
-    atoms = [a for a in _numbers(s) if re.fullmatch(r"(?:GBP|EUR|USD)?\s?\d{1,3}(?:\s\w+)?",
-                                                    a.text)]
+    atoms = [a for a in _numbers(s)
+             if re.fullmatch(r"(?:(?:GBP|EUR|USD)\s?)?\d{1,3}(?:\s[a-z]+)?", a.text)]
     if not atoms:
         return None
     atom = rng.choice(atoms)
     amount = int(re.search(r"\d+", atom.text).group())  # type: ignore[union-attr]
     value = other_amount(rng, amount) if change else amount
-    unit = _CURRENCY_WORDS.get(atom.unit, "")
-    tail = re.sub(r"^(?:GBP|EUR|USD)?\s?\d+", "", atom.text)
-    return _replace(s.text, atom, words_for(value) + (f" {unit}" if unit else "") + tail)
+    tail = re.sub(r"^(?:(?:GBP|EUR|USD)\s?)?\d+", "", atom.text)
+    currency = _CURRENCY_WORDS.get(atom.unit, "")
+    # Currency after the amount and its scale: "GBP 90 million" is "ninety million pounds".
+    return _replace(s.text, atom, words_for(value) + tail + (f" {currency}" if currency else ""))
 
 
 def plant_number_words(rng: random.Random, s: Sentence) -> str | None:

@@ -58,3 +58,27 @@ def cmd_verify_claims(ctx: Context) -> int:
     else:
         sys.stdout.write(text)
     return EXIT_OK
+
+
+UNVERIFIED_MARK = "[not verified: {status}] "
+"""Put before each sentence of a text answer that verification did not confirm."""
+
+
+def marked_answer(answer: str, claims: list[dict[str, Any]]) -> str:
+    """``answer`` with every claim that is not VERIFIED visibly marked at its start.
+
+    Claims whose span does not lie in ``answer`` (a governed refusal replaced the text)
+    mark nothing: the marks go only on the sentences they judge.
+    """
+    marks: list[tuple[int, str]] = []
+    for claim in claims:
+        start, end, status = claim.get("start"), claim.get("end"), claim.get("status")
+        text = str(claim.get("text", ""))
+        if status == "VERIFIED" or not isinstance(start, int) or not isinstance(end, int):
+            continue
+        if not (0 <= start < end <= len(answer)) or text[:12] not in answer[start:end]:
+            continue
+        marks.append((start, UNVERIFIED_MARK.format(status=status)))
+    for start, mark in sorted(marks, reverse=True):
+        answer = answer[:start] + mark + answer[start:]
+    return answer

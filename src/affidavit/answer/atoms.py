@@ -88,7 +88,8 @@ _DATE_PATTERNS = tuple(
 _AMOUNT = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _CURRENCY_CODES = "USD|EUR|GBP|JPY|CNY|RMB|CHF|CAD|AUD|INR|HKD|SGD"
 _UNITS = (
-    r"%|％|percent\b|per\s?cent\b|(?:business|working|calendar)\s+days?\b|days?\b|hours?\b"
+    r"%|％|percent\b|per\s?cent\b|(?:business|working|calendar)\s+(?:days?|weeks?|months?)\b"
+    r"|days?\b|hours?\b"
     r"|hrs?\b|minutes?\b|mins?\b|seconds?\b|secs?\b|weeks?\b|months?\b|years?\b|yrs?\b"
     r"|nights?\b|kilomet(?:er|re)s?\b|km\b|miles?\b|kilograms?\b|kg\b"
     rf"|(?:{_CURRENCY_CODES})\b|dollars?\b|euros?\b|pounds?(?:\s+sterling)?\b|sterling\b"
@@ -113,6 +114,8 @@ _UNIT_NAMES = {
     "usd": "USD", "$": "USD", "us$": "USD", "dollar": "USD", "美元": "USD",
     "eur": "EUR", "€": "EUR", "euro": "EUR", "欧元": "EUR", "gbp": "GBP", "£": "GBP",
     "pound": "GBP", "pound sterling": "GBP", "pounds sterling": "GBP", "sterling": "GBP",
+    "calendar week": "week", "calendar month": "month", "business week": "working week",
+    "business month": "working month",
     "night": "night", "km": "km", "kilometer": "km", "kilometre": "km", "mile": "mile",
     "kg": "kg", "kilogram": "kg",
     "英镑": "GBP", "jpy": "JPY", "日元": "JPY", "cny": "CNY", "rmb": "CNY", "元": "CNY",
@@ -134,6 +137,8 @@ _SMALL_NUMBER_WORDS = {
     "seventy": 70, "eighty": 80, "ninety": 90,
 }
 _WORD_SCALES = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9}
+NUMBER_WORDS = frozenset((*_SMALL_NUMBER_WORDS, *_WORD_SCALES))
+"""English number words the atoms read ("two", "hundred", "million")."""
 _NUMBER_WORD = "|".join(sorted((*_SMALL_NUMBER_WORDS, *_WORD_SCALES), key=lambda w: (-len(w), w)))
 _WORDED_NUMBER = re.compile(
     rf"(?<![A-Za-z\-])(?P<words>(?:{_NUMBER_WORD})(?:(?:\s+and\s+|\s+|-)(?:{_NUMBER_WORD}))*)"

@@ -18,13 +18,19 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 
 from affidavit.answer.atoms import Atom, extract_atoms
-from affidavit.answer.text import STOP_WORDS, content_terms
+from affidavit.answer.text import STOP_WORDS, content_terms, stem
 
 CURRENCIES = frozenset(("USD", "EUR", "GBP", "JPY", "CNY", "CNY/JPY", "CHF", "CAD", "AUD",
                         "INR", "HKD", "SGD"))
 """Canonical currency units (:mod:`affidavit.answer.atoms`): one dimension, money."""
+
+DURATIONS = frozenset(("second", "minute", "hour", "day", "night", "business day", "week",
+                       "working week", "month", "working month", "year"))
+"""Canonical units of time: one dimension, a duration."""
+_DAYS = {"day": Decimal(1), "week": Decimal(7), "night": Decimal(1)}
 
 SAME_QUANTITY_MIN_OVERLAP = 0.6
 """Share of the smaller window's content terms the other window must hold for two values to
@@ -97,7 +103,20 @@ def disputes(claimed: Atom, found: Atom) -> bool:
         return False
     if claimed.unit == found.unit:
         return True
+    if claimed.unit in DURATIONS and found.unit in DURATIONS:
+        # "14 days" and "2 weeks" agree; "5 working weeks" and "5 working days" do not.
+        return _in_days(claimed) is None or _in_days(claimed) != _in_days(found)
     return claimed.unit in CURRENCIES and found.unit in CURRENCIES
+
+
+def _in_days(atom: Atom) -> Decimal | None:
+    per_day = _DAYS.get(atom.unit)
+    if per_day is None:
+        return None
+    try:
+        return Decimal(atom.value.split(" ")[0]) * per_day
+    except InvalidOperation:
+        return None
 
 
 def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
@@ -127,6 +146,33 @@ def place_conflict(claimed: AttachedFact, evidence: Sequence[AttachedFact]) -> s
             return (f"CONTRADICTED:place:{name}:{claimed.atom.value}"
                     f"!={fact.atom.value}")
     return ""
+
+
+def noun_conflict(claimed: AttachedFact, noun: str,
+                  evidence: Sequence[AttachedFact]) -> str:
+    """The value the evidence ties to the claim's controlling noun, when it never ties the
+    claimed value to it and does tie a disputing one (a claimed value that merely occurs
+    somewhere else in the evidence does not make the claim true), else ``""``."""
+    if not noun:
+        return ""
+    term = stem(noun.casefold())
+    about = [fact for fact in evidence if term in fact.terms]
+    if any(same_value(claimed.atom, fact.atom) for fact in about):
+        return ""
+    for fact in about:
+        if disputes(claimed.atom, fact.atom):
+            return fact.atom.value
+    return ""
+
+
+def same_value(claimed: Atom, found: Atom) -> bool:
+    """Same kind and value; a number without a unit matches the same amount with one."""
+    if claimed.kind != found.kind:
+        return False
+    if claimed.value == found.value:
+        return True
+    return claimed.kind == "number" and not (claimed.unit and found.unit) and \
+        claimed.value.split(" ")[0].rstrip("%") == found.value.split(" ")[0].rstrip("%")
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from affidavit.answer.atoms import Atom, extract_atoms
+from affidavit.answer.atoms import NUMBER_WORDS, Atom, extract_atoms
 from affidavit.answer.claims import Claim
 from affidavit.answer.evidence import EvidenceItem
 from affidavit.answer.facts import (
     AttachedFact,
     attached_facts,
     disputes,
+    noun_conflict,
     place_conflict,
     proper_names,
 )
@@ -51,6 +52,12 @@ _DOWN = frozenset(stem(w) for w in (
     "fall", "falls", "counteract", "prevent", "prevented", "block", "blocked", "abolish",
     "abolished", "downregulate", "downregulated", "loss", "delay", "delayed", "slow", "slows",
     "negatively", "below", "shorten", "shortened", "minimum",
+))
+
+
+NUMBER_WORD_TERMS = frozenset(stem(w) for w in (
+    *NUMBER_WORDS, "and", "percent", "pound", "pounds", "sterling", "dollar", "dollars",
+    "euro", "euros",
 ))
 
 
@@ -104,6 +111,10 @@ def check_atoms(claim: Claim, sources: Sequence[EvidenceSource]) -> AtomCheck:
     contradictions: list[str] = []
     for fact in attached_facts(claim.text):
         conflict = place_conflict(fact, evidence_facts)
+        if not conflict and fact.atom.noun:
+            other = noun_conflict(fact, fact.atom.noun, evidence_facts)
+            conflict = (f"CONTRADICTED:{fact.atom.kind}:{fact.atom.value}!={other}"
+                        f":noun={fact.atom.noun}") if other else ""
         if conflict and conflict not in contradictions:
             contradictions.append(conflict)
     for atom in claim.atoms:
@@ -111,7 +122,8 @@ def check_atoms(claim: Claim, sources: Sequence[EvidenceSource]) -> AtomCheck:
             continue
         missing.append(atom)
         conflict = _conflicting_value(atom, sentences)
-        if conflict:
+        if conflict and not any(c.startswith(f"CONTRADICTED:{atom.kind}:{atom.value}!=")
+                                for c in contradictions):
             contradictions.append(
                 f"CONTRADICTED:{atom.kind}:{atom.value}!={conflict}:noun={atom.noun}"
             )
@@ -173,7 +185,9 @@ def _mentions(sentence: EvidenceSentence, noun: str) -> bool:
 
 def coverage(claim_text: str, sources: Sequence[EvidenceSource]) -> tuple[float, list[str], int]:
     """Share of the claim's content terms in the evidence, the missing terms, term count."""
-    terms = sorted(set(content_terms(claim_text)))
+    # Numbers in words and currency names are the atoms' business: "two hundred pounds"
+    # is checked as 200 GBP, not as the words "hundred" and "pound".
+    terms = sorted(set(content_terms(claim_text)) - NUMBER_WORD_TERMS)
     if not terms:
         return 0.0, [], 0
     evidence_terms = frozenset().union(*(source.terms for source in sources))
