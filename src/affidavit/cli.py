@@ -1,8 +1,10 @@
 """The ``affidavit`` command: argument parsing and exit codes.
 
-Exit status: 0 success; 1 the operation failed; 2 usage error (including a missing or
-malformed ``--as`` principal); 3 ingestion finished but some documents were quarantined;
-4 another ingestion run of the tenant was under way, so this one did not start; 141 the
+Exit status (the table and its JSON form are in :mod:`affidavit.cli_errors`): 0 success;
+1 the operation failed; 2 usage error (including a missing or malformed ``--as``
+principal); 3 ingestion finished but some documents were quarantined; 4 another ingestion
+run of the tenant was under way, so this one did not start; 5 configuration error;
+6 governance refusal (BLOCKED, REQUIRES_SPEC); 7 provider failure; 8 store error; 141 the
 output pipe was closed by its reader (128 + SIGPIPE, as for other tools).
 """
 
@@ -14,11 +16,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from affidavit.cli_audit import add_audit_commands
+from affidavit.cli_bulk import add_quarantine_release, add_sire_filters
 from affidavit.cli_commands import (
-    EXIT_FAILED,
-    EXIT_USAGE,
     Context,
-    UsageError,
     cmd_ask,
     cmd_authz,
     cmd_ingest,
@@ -31,14 +32,14 @@ from affidavit.cli_commands import (
     cmd_worker,
 )
 from affidavit.cli_diagnose import add_explain_command, add_whoami_command
+from affidavit.cli_errors import EXIT_BROKEN_PIPE, report_error
 from affidavit.cli_identity import add_identity_commands
 from affidavit.cli_init import cmd_init
 from affidavit.cli_ledger import cmd_ledger_checkpoint, cmd_ledger_keygen, cmd_ledger_verify
 from affidavit.cli_service import add_service_commands
-from affidavit.errors import AffidavitError, AuthorizationError, InputRejected
+from affidavit.cli_verify import add_verify_claims_command
+from affidavit.errors import AffidavitError
 from affidavit.terminal import neutralized_output
-
-EXIT_BROKEN_PIPE = 141
 
 __all__ = ["build_parser", "main"]
 
@@ -58,6 +59,15 @@ def _global_options(default: Any) -> argparse.ArgumentParser:
     return options
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("affidavit")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     # The global options are accepted before and after the subcommand. A subcommand's
     # parser writes its defaults over what the main parser read, so there they default to
@@ -73,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="affidavit", parents=[_global_options(None)],
         description="Governed retrieval-augmented generation: permission-first retrieval, "
                     "verified claims, a hash-chained ledger.")
+    parser.add_argument("--version", action="version", version=f"affidavit {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("init", parents=[common], help="create the database",
@@ -134,10 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_ledger(sub, common, reader, as_json)
     _add_authz(sub, common, as_json)
+    add_audit_commands(sub, common, as_json)
     add_whoami_command(sub, common, as_json)
     _add_sire(sub, common, as_json)
     add_identity_commands(sub, common, as_json)
     add_service_commands(sub, common, as_json)
+    add_verify_claims_command(sub, common)
 
     p = sub.add_parser("demo", parents=[as_json], help="run the bundled example end to end",
                        description="Ingest the bundled example corpus into a temporary "
@@ -166,14 +179,12 @@ def _add_runs(sub: Any, common: Any, as_json: Any) -> None:
     q.add_argument("--run", dest="run_id", default=None, help="only this run")
     q.add_argument("--all", action="store_true", help="include released entries")
     q.set_defaults(func=cmd_quarantine)
-    for name, text in (("show", "show one entry"), ("release", "release an entry after review")):
-        q = qsub.add_parser(name, parents=[common, as_json], help=text,
-                            description=text.capitalize() + ".")
-        q.add_argument("run_id")
-        q.add_argument("alias")
-        if name == "release":
-            q.add_argument("--by", required=True, help="who reviewed it (recorded)")
-        q.set_defaults(func=cmd_quarantine)
+    q = qsub.add_parser("show", parents=[common, as_json], help="show one entry",
+                        description="Show one entry.")
+    q.add_argument("run_id")
+    q.add_argument("alias")
+    q.set_defaults(func=cmd_quarantine)
+    add_quarantine_release(qsub, common, as_json)
 
 
 def _add_ledger(sub: Any, common: Any, reader: Any, as_json: Any) -> None:
@@ -216,6 +227,10 @@ def _add_ledger(sub: Any, common: Any, reader: Any, as_json: Any) -> None:
     q.set_defaults(func=cmd_ledger_replay)
 
 
+_BY_HELP = ("who makes the change, recorded in the policy audit trail "
+            "(default: os:<the user running the command>)")
+
+
 def _add_authz(sub: Any, common: Any, as_json: Any) -> None:
     p = sub.add_parser("authz", help="relationship tuples and label grants",
                        description="Manage tuples (object#relation@subject) and label grants.")
@@ -223,6 +238,7 @@ def _add_authz(sub: Any, common: Any, as_json: Any) -> None:
     for name, text in (("add", "add a tuple"), ("remove", "remove a tuple")):
         q = asub.add_parser(name, parents=[common], help=text, description=text.capitalize())
         q.add_argument("tuple", help="e.g. group:finance#member@user:alice")
+        q.add_argument("--by", default=None, help=_BY_HELP)
         q.set_defaults(func=cmd_authz)
     for name, text in (("grant", "grant labels"), ("revoke", "revoke labels")):
         q = asub.add_parser(name, parents=[common], help=f"{text} to a subject",
@@ -230,6 +246,7 @@ def _add_authz(sub: Any, common: Any, as_json: Any) -> None:
                                         "hierarchy; PUBLIC is always granted).")
         q.add_argument("subject", help="e.g. group:hr#member or user:alice")
         q.add_argument("labels", nargs="+", metavar="LABEL")
+        q.add_argument("--by", default=None, help=_BY_HELP)
         q.set_defaults(func=cmd_authz)
     q = asub.add_parser("list", parents=[common, as_json], help="list tuples and grants",
                         description="List tuples and grants from settings and the store.")
@@ -253,6 +270,7 @@ def _add_sire(sub: Any, common: Any, as_json: Any) -> None:
                                     "approved them and when.")
     q.add_argument("ids", nargs="*", metavar="ID")
     q.add_argument("--all", action="store_true", help="approve every PROPOSED record")
+    add_sire_filters(q)
     q.add_argument("--by", required=True, help="who approves (recorded)")
     q.set_defaults(func=cmd_sire)
 
@@ -278,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    as_json = bool(getattr(args, "json", False))
     if args.command == "demo":
         from affidavit.demo import run_demo
 
@@ -290,21 +309,15 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return run_demo(question=args.question, principal=args.as_principal,
                             as_json=args.json)
         except AffidavitError as exc:
-            print(f"affidavit: {exc}", file=sys.stderr)
-            return EXIT_FAILED
+            return report_error(exc, as_json=as_json)
     try:
         ctx = Context(args)
     except AffidavitError as exc:
-        print(f"affidavit: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error(exc, as_json=as_json)
     try:
         return int(args.func(ctx))
-    except (UsageError, AuthorizationError, InputRejected) as exc:
-        print(f"affidavit: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except AffidavitError as exc:
-        print(f"affidavit: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return report_error(exc, as_json=as_json)
     finally:
         ctx.close()
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from affidavit import config as config_module
+from affidavit.audit import changes as audited
+from affidavit.audit import events_after, operator_actor
 from affidavit.authz import (
     FailClosedAuthorizer,
     StoreAuthorizer,
@@ -19,21 +20,17 @@ from affidavit.authz import (
     parse_subject,
     parse_tuple,
 )
+from affidavit.cli_errors import EXIT_BUSY as EXIT_BUSY
+from affidavit.cli_errors import EXIT_FAILED as EXIT_FAILED
+from affidavit.cli_errors import EXIT_OK as EXIT_OK
+from affidavit.cli_errors import EXIT_QUARANTINED as EXIT_QUARANTINED
+from affidavit.cli_errors import EXIT_USAGE as EXIT_USAGE
+from affidavit.cli_errors import UsageError as UsageError
 from affidavit.config import Settings
-from affidavit.errors import AffidavitError, NotFound, RunInProgress
-from affidavit.ingest import QUARANTINED, DocumentOutcome, Ingestor
-from affidavit.ledger import replay
-from affidavit.ledger.record import redact_for
-from affidavit.query import Engine
-from affidavit.sources import listing_key, location_scheme, source_for
-from affidavit.store import Store, open_store
+from affidavit.errors import NotFound, RunInProgress
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_QUARANTINED = 0, 1, 2, 3
-EXIT_BUSY = 4  # another ingestion run holds the tenant: nothing was done
-
-
-class UsageError(AffidavitError):
-    """A command was called the wrong way."""
+if TYPE_CHECKING:
+    from affidavit.store import Store
 
 
 def _now() -> str:
@@ -64,6 +61,8 @@ class Context:
         if self._store is None:
             base = Path(self.settings.source_file).parent if (
                 self.settings.source_file and not self.args.db) else Path.cwd()
+            from affidavit.store import open_store
+
             self._store = open_store(self.settings.store.db, base=base, create=create)
         return self._store
 
@@ -75,27 +74,25 @@ class Context:
 # --------------------------------------------------------------------------- commands
 
 
-def _progress(total_hint: int | None) -> Callable[[int, DocumentOutcome], None]:
-    def report(done: int, outcome: DocumentOutcome) -> None:
-        extra = f" ({outcome.reason_code})" if outcome.status == QUARANTINED else ""
-        print(f"[{done}] {outcome.status:<11} {outcome.alias}{extra}", file=sys.stderr)
-    return report
-
-
 def cmd_ingest(ctx: Context) -> int:
+    from affidavit.cli_progress import IngestProgress, progress_mode
+    from affidavit.ingest import Ingestor
+    from affidavit.sources import listing_key, location_scheme, source_for
+
     args = ctx.args
     if location_scheme(args.path) is None and not Path(args.path).exists():
         raise UsageError(f"{args.path}: no such file or folder")
     source = source_for(args.path, ctx.settings, source_system=args.source_system)
     store = ctx.store(create=True)
-    show = not args.quiet and (args.progress or sys.stderr.isatty())
+    mode = progress_mode(quiet=args.quiet, forced=args.progress, stream=sys.stderr)
     # A folder, a manifest or an SFTP root is a full listing: what disappeared from it
     # since its last ingest is withdrawn.
     listing = None if args.partial else listing_key(args.path)
     try:
-        summary = Ingestor(store, ctx.settings, tenant=ctx.tenant).run(
-            [source], progress=_progress(None) if show else None, listing=listing,
-            wait_seconds=args.wait, on_wait=_tell_waiting)
+        with IngestProgress(mode) as progress:
+            summary = Ingestor(store, ctx.settings, tenant=ctx.tenant).run(
+                [source], progress=progress, listing=listing,
+                wait_seconds=args.wait, on_wait=_tell_waiting)
     except RunInProgress as exc:
         print(f"affidavit: {exc}; try again later, or pass --wait SECONDS", file=sys.stderr)
         return EXIT_BUSY
@@ -155,8 +152,8 @@ def cmd_quarantine(ctx: Context) -> int:
     store, args = ctx.store(), ctx.args
     records = store.list_quarantine(ctx.tenant, getattr(args, "run_id", None))
     if args.quarantine_action == "release":
-        if not store.release_quarantine(ctx.tenant, args.run_id, args.alias, by=args.by,
-                                        at=_now()):
+        if not audited.release_quarantine(store, ctx.tenant, args.run_id, args.alias,
+                                          actor=args.by):
             raise NotFound(f"no unreleased quarantine entry {args.alias} in {args.run_id}")
         print(f"released {args.alias} from {args.run_id} (by {args.by}); the next ingest of its "
               "source tries it again")
@@ -177,6 +174,8 @@ def cmd_quarantine(ctx: Context) -> int:
 
 
 def cmd_search(ctx: Context) -> int:
+    from affidavit.query import Engine
+
     engine = Engine(ctx.store(), ctx.settings, tenant=ctx.tenant)
     hits = engine.search(parse_principal(ctx.args.as_principal), ctx.args.query,
                          limit=ctx.args.limit)
@@ -206,6 +205,8 @@ def cmd_search(ctx: Context) -> int:
 
 
 def cmd_ask(ctx: Context) -> int:
+    from affidavit.query import Engine
+
     principal = parse_principal(ctx.args.as_principal)
     engine = Engine(ctx.store(), ctx.settings, tenant=ctx.tenant)
     result = engine.ask(principal, ctx.args.question, role=ctx.args.role)
@@ -215,18 +216,34 @@ def cmd_ask(ctx: Context) -> int:
         warn_if_unknown_principal(ctx, principal)
     if ctx.args.json:
         _print_json(result.to_dict())
+    else:
+        from affidavit.cli_verify import marked_answer
+
+        print(marked_answer(result.answer, result.claims) or "(no answer)")
+        print(f"\noutput state: {result.output_state}")
+        for citation in result.citations:
+            print(f"  [src:{citation['src']}] {citation['title']} - {citation['locator']}")
+        if result.reasons:
+            print("reasons: " + "; ".join(result.reasons))
+        print(f"ledger record: {result.ledger_record_id} ({result.ledger_record_hash[:16]})")
+    return _refusal_exit(result.output_state, result.reasons, as_json=ctx.args.json)
+
+
+def _refusal_exit(output_state: str, reasons: list[str], *, as_json: bool) -> int:
+    """EXIT_OK for a served answer; a refused one (recorded all the same) says why on
+    stderr and exits with the code of its kind (see affidavit.cli_errors)."""
+    from affidavit.cli_errors import answer_exit, report
+
+    refused = answer_exit(output_state, reasons)
+    if refused is None:
         return EXIT_OK
-    print(result.answer or "(no answer)")
-    print(f"\noutput state: {result.output_state}")
-    for citation in result.citations:
-        print(f"  [src:{citation['src']}] {citation['title']} - {citation['locator']}")
-    if result.reasons:
-        print("reasons: " + "; ".join(result.reasons))
-    print(f"ledger record: {result.ledger_record_id} ({result.ledger_record_hash[:16]})")
-    return EXIT_OK
+    kind, code = refused
+    return report(kind, code, f"answer {output_state}: {'; '.join(reasons)}", as_json=as_json)
 
 
 def cmd_ledger_show(ctx: Context) -> int:
+    from affidavit.ledger.record import redact_for
+
     store = ctx.store()
     authz = FailClosedAuthorizer(StoreAuthorizer(store, ctx.settings)).context_for(
         ctx.tenant, ctx.args.as_principal)
@@ -235,6 +252,10 @@ def cmd_ledger_show(ctx: Context) -> int:
     if entry is None or not may_view_record(json.loads(entry.payload), authz):
         raise NotFound(f"no ledger record {ctx.args.record_id} that you may see")
     view = redact_for(entry, authz, store)
+    # Which policy changes came after the policy this record was decided under.
+    later = events_after(store, ctx.tenant, json.loads(entry.payload).get("policy_version"))
+    view["policy_events_after"] = [{"seq": e.seq, "kind": e.kind, "actor": e.actor,
+                                    "at": e.at} for e in later]
     if ctx.args.json:
         _print_json(view)
         return EXIT_OK
@@ -244,10 +265,14 @@ def cmd_ledger_show(ctx: Context) -> int:
         print(f"  {key}: {record.get(key)}")
     for citation in record.get("citations", []):
         print(f"  cited [src:{citation['src']}] {citation['title']}")
+    for e in view["policy_events_after"]:
+        print(f"  policy changed after it: #{e['seq']} {e['kind']} by {e['actor']} at {e['at']}")
     return EXIT_OK
 
 
 def cmd_ledger_replay(ctx: Context) -> int:
+    from affidavit.ledger import replay
+
     report = replay(ctx.store(), ctx.settings, ctx.args.record_id, tenant=ctx.tenant)
     if ctx.args.json:
         _print_json(report.to_dict())
@@ -276,13 +301,14 @@ def cmd_authz(ctx: Context) -> int:
     if action in ("add", "remove"):
         rel = parse_tuple(args.tuple)
         if action == "add":
-            changed = store.add_tuple(ctx.tenant, rel, at=_now())
+            changed = audited.add_tuple(store, ctx.tenant, rel, actor=operator_actor(args.by))
             print(("added " if changed else "already present: ") + str(rel))
         else:
             configured = ctx.settings.policy_for(ctx.tenant).authz.tuples
             if str(rel) in {str(parse_tuple(t)) for t in configured}:
                 raise UsageError(f"{rel} is defined in {ctx.settings.source_file}; edit that file")
-            if not store.remove_tuple(ctx.tenant, rel):
+            if not audited.remove_tuple(store, ctx.tenant, rel,
+                                        actor=operator_actor(args.by)):
                 raise UsageError(f"no such tuple in the store: {rel}")
             print(f"removed {rel}")
         return EXIT_OK
@@ -293,10 +319,12 @@ def cmd_authz(ctx: Context) -> int:
         if unknown:
             raise UsageError(f"unknown label(s): {', '.join(unknown)}")
         if action == "grant":
-            n = store.grant(ctx.tenant, subject, labels, at=_now())
+            n = audited.grant_labels(store, ctx.tenant, subject, labels,
+                                     actor=operator_actor(args.by))
             print(f"granted {n} new label(s) to {subject}")
         else:
-            n = store.revoke(ctx.tenant, subject, labels)
+            n = audited.revoke_labels(store, ctx.tenant, subject, labels,
+                                      actor=operator_actor(args.by))
             print(f"revoked {n} label(s) from {subject}")
         return EXIT_OK
     authorizer = StoreAuthorizer(store, ctx.settings)
@@ -333,10 +361,9 @@ def cmd_sire(ctx: Context) -> int:
             print(f"{r.sire_id}  {r.state:<8} {r.alias}  subject={r.sire.subject} "
                   f"excluded={list(r.sire.excluded)}")
         return EXIT_OK
-    if not args.all and not args.ids:
-        raise UsageError("name SIRE ids to approve, or --all")
-    targets = [r.sire_id for r in store.list_sire(ctx.tenant, state="PROPOSED")] if args.all \
-        else list(args.ids)
+    from affidavit.cli_bulk import sire_targets
+
+    targets = sire_targets(ctx)
     failures = 0
     approvals = approve_sires(store, ctx.tenant, targets, by=args.by, at=_now())
     for approval in approvals:

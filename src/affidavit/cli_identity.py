@@ -19,6 +19,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
+from affidavit.audit import changes as audited
 from affidavit.cli_commands import EXIT_OK, Context, UsageError, _print_json
 from affidavit.records import node_id_for
 from affidavit.store.base import (
@@ -87,12 +88,13 @@ def _resolve(ctx: Context) -> int:
         raise UsageError(f"{args.path} is not in collision over source_id {source_id!r} "
                          f"in source system {args.source_system!r}")
     at = _now()
-    store.resolve_identity(ctx.tenant, IdentityResolution(
+    audited.resolve_identity(store, ctx.tenant, IdentityResolution(
         node_id=node_id, source_id=source_id, claimant=args.path, owner=owner,
         decision=args.decision, resolved_by=args.by, resolved_at=at, note=args.note))
     for entry in entries:
         if entry.source_id == source_id:
-            store.release_quarantine(ctx.tenant, entry.run_id, entry.alias, by=args.by, at=at)
+            audited.release_quarantine(store, ctx.tenant, entry.run_id, entry.alias,
+                                       actor=args.by)
     if args.decision == TAKE_OVER:
         print(f"{args.path} now holds source_id {source_id!r} (was {owner}), decided by "
               f"{args.by}; its next ingest supersedes the document")

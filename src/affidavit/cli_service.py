@@ -15,6 +15,9 @@ from affidavit.errors import NotFound
 from affidavit.service.keys import ROLES
 from affidavit.store import display_location
 
+_BY_HELP = ("who makes the change, recorded in the policy audit trail "
+            "(default: os:<the user running the command>)")
+
 
 def add_service_commands(sub: Any, common: argparse.ArgumentParser,
                          as_json: argparse.ArgumentParser) -> None:
@@ -41,6 +44,7 @@ def add_service_commands(sub: Any, common: argparse.ArgumentParser,
     q.add_argument("--role", choices=ROLES, default="reader")
     q.add_argument("--expires", default=None, metavar="DATE",
                    help="YYYY-MM-DD: the key stops working at the start of that day (UTC)")
+    q.add_argument("--by", default=None, help=_BY_HELP)
     q.set_defaults(func=cmd_keys)
     q = ksub.add_parser("list", parents=[common, as_json], help="list keys (never secrets)",
                         description="List the tenant's keys: id, principal, role, dates.")
@@ -48,19 +52,20 @@ def add_service_commands(sub: Any, common: argparse.ArgumentParser,
     q = ksub.add_parser("revoke", parents=[common], help="revoke a key",
                         description="Revoke a key; it is refused from the next request on.")
     q.add_argument("key_id")
+    q.add_argument("--by", default=None, help=_BY_HELP)
     q.set_defaults(func=cmd_keys)
 
 
 def cmd_keys(ctx: Context) -> int:
-    from datetime import UTC, datetime
-
-    from affidavit.service.keys import describe, issue_key
+    from affidavit.audit import changes as audited
+    from affidavit.audit import operator_actor
+    from affidavit.service.keys import describe
 
     args = ctx.args
     store = ctx.store(create=True)
     if args.keys_action == "create":
-        issued = issue_key(store, ctx.tenant, args.principal, role=args.role,
-                           expires=args.expires)
+        issued = audited.issue_api_key(store, ctx.tenant, args.principal, role=args.role,
+                                       expires=args.expires, actor=operator_actor(args.by))
         if args.json:
             print(json.dumps(issued.to_dict(), indent=2, sort_keys=True))
         else:
@@ -70,8 +75,8 @@ def cmd_keys(ctx: Context) -> int:
                   file=sys.stderr)
         return EXIT_OK
     if args.keys_action == "revoke":
-        at = datetime.now(UTC).isoformat(timespec="seconds")
-        if not store.revoke_api_key(ctx.tenant, args.key_id, at=at):
+        if not audited.revoke_api_key(store, ctx.tenant, args.key_id,
+                                      actor=operator_actor(args.by)):
             raise NotFound(f"no active key {args.key_id} in tenant {ctx.tenant}")
         print(f"revoked {args.key_id}")
         return EXIT_OK

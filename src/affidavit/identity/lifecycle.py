@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from affidavit.audit.events import SIRE_STATE, record_policy_event
 from affidavit.errors import AffidavitError, InputRejected, NotFound
 from affidavit.identity.sire import SireInputs, excluded_conflicts
 from affidavit.store.base import SireRecord, Store
@@ -69,6 +70,12 @@ def approve_sires(store: Store, tenant: str, sire_ids: Sequence[str], *, by: str
             batch = approvable[start:start + max(1, batch_size)]
             for record in store.activate_sire(tenant, batch, by=by, at=at):
                 outcomes[record.sire_id] = Approval(record.sire_id, record=record)
+                # Each state change is a policy event with its approver (affidavit.audit).
+                record_policy_event(store, tenant, SIRE_STATE, by,
+                                    {"sire_id": record.sire_id, "version_id": record.version_id,
+                                     "state": records[record.sire_id].state},
+                                    {"sire_id": record.sire_id, "version_id": record.version_id,
+                                     "state": record.state})
     return list(outcomes.values())
 
 

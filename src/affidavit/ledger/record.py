@@ -15,6 +15,7 @@ from typing import Any
 from affidavit.classify.derived import model_labels, shown_to
 from affidavit.identity.sire_labels import sire_dict_shown_to
 from affidavit.records import AuthzContext, canonical_json
+from affidavit.references.citations import NO_CITATIONS, CitationDrafts
 from affidavit.store.base import ChunkRecord, LedgerEntry, Store
 
 RECORD_SCHEMA = "affidavit.ledger/1"
@@ -26,14 +27,32 @@ class LedgerWriter:
 
     def __init__(self, store: Store):
         self.store = store
+        self._settings_recorded: dict[str, str] = {}
 
-    def append(self, tenant: str, request_id: str, record: dict[str, Any]) -> LedgerEntry:
+    def append(self, tenant: str, request_id: str, record: dict[str, Any], *,
+               citations: CitationDrafts = NO_CITATIONS) -> LedgerEntry:
+        """Persist ``record``; its ``citations`` become Citation references in the same
+        transaction."""
         record_id = "led-" + uuid.uuid4().hex[:20]
         created_at = datetime.now(UTC).isoformat(timespec="microseconds")
         payload = canonical_json({**record, "schema": RECORD_SCHEMA, "record_id": record_id,
-                                  "tenant": tenant, "created_at": created_at})
+                                  "tenant": tenant, "created_at": created_at,
+                                  "policy_version": self._policy_version(tenant, record)})
         return self.store.append_ledger(tenant, record_id=record_id, request_id=request_id,
-                                        created_at=created_at, payload=payload)
+                                        created_at=created_at, payload=payload,
+                                        references=citations.bind(record_id, created_at))
+
+
+    def _policy_version(self, tenant: str, record: dict[str, Any]) -> dict[str, Any]:
+        """The head of the tenant's policy chain, after recording the effective settings
+        the record was made under if the chain does not name them yet."""
+        from affidavit.audit import operator_actor, policy_version, record_effective_settings
+
+        version = record.get("config_version")
+        if isinstance(version, str) and self._settings_recorded.get(tenant) != version:
+            record_effective_settings(self.store, tenant, version, actor=operator_actor())
+            self._settings_recorded[tenant] = version
+        return policy_version(self.store, tenant)
 
 
 def evidence_chunk_ids(record: dict[str, Any]) -> list[str]:
@@ -57,6 +76,7 @@ _SAFE_WHEN_WITHHELD = frozenset({
     "schema", "record_id", "request_id", "tenant", "created_at", "principal", "role",
     "authz", "config_version", "corpus_generation", "output_state", "reasons",
     "gate_reasons", "layers_available", "citations", "retrieved", "gates", "sire",
+    "policy_version",
 })
 
 

@@ -19,13 +19,14 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from affidavit.audit import changes as audited
 from affidavit.authz import StoreAuthorizer, parse_tuple
 from affidavit.authz.tuples import parse_subject
 from affidavit.errors import InputRejected, NotFound
 from affidavit.identity.lifecycle import approve_sire
 from affidavit.identity.sire_labels import sire_records_for
 from affidavit.query import Engine
-from affidavit.service.keys import describe, issue_key
+from affidavit.service.keys import describe
 from affidavit.service.schemas import PROBLEMS
 from affidavit.service.state import AdminCaller, IngestCaller, ReviewCaller, service_state
 from affidavit.store.base import SireRecord
@@ -79,7 +80,8 @@ async def list_authz(request: Request, caller: AdminCaller) -> dict[str, Any]:
 async def add_tuple(body: TupleBody, request: Request, caller: AdminCaller) -> dict[str, Any]:
     rel = parse_tuple(body.tuple)
     changed = await service_state(request).call(
-        caller, lambda engine: engine.store.add_tuple(caller.tenant, rel, at=_now()))
+        caller, lambda engine: audited.add_tuple(engine.store, caller.tenant, rel,
+                                                 actor=caller.principal))
     return {"tuple": str(rel), "added": changed}
 
 
@@ -93,7 +95,7 @@ async def remove_tuple(body: TupleBody, request: Request,
         configured = engine.settings.policy_for(caller.tenant).authz.tuples
         if str(rel) in {str(parse_tuple(t)) for t in configured}:
             raise InputRejected("CONFIGURED_TUPLE", "the tuple is defined in the settings file")
-        return engine.store.remove_tuple(caller.tenant, rel)
+        return audited.remove_tuple(engine.store, caller.tenant, rel, actor=caller.principal)
 
     if not await service_state(request).call(caller, remove):
         raise NotFound("no such tuple in the store")
@@ -111,8 +113,8 @@ def _grant_args(body: GrantBody, labels_known: tuple[str, ...]) -> tuple[str, li
 async def grant(body: GrantBody, request: Request, caller: AdminCaller) -> dict[str, Any]:
     state = service_state(request)
     subject, labels = _grant_args(body, state.settings.sensitivity.labels)
-    added = await state.call(caller, lambda engine: engine.store.grant(
-        caller.tenant, subject, labels, at=_now()))
+    added = await state.call(caller, lambda engine: audited.grant_labels(
+        engine.store, caller.tenant, subject, labels, actor=caller.principal))
     return {"subject": subject, "granted": added}
 
 
@@ -120,8 +122,8 @@ async def grant(body: GrantBody, request: Request, caller: AdminCaller) -> dict[
 async def revoke(body: GrantBody, request: Request, caller: AdminCaller) -> dict[str, Any]:
     state = service_state(request)
     subject, labels = _grant_args(body, state.settings.sensitivity.labels)
-    removed = await state.call(caller, lambda engine: engine.store.revoke(
-        caller.tenant, subject, labels))
+    removed = await state.call(caller, lambda engine: audited.revoke_labels(
+        engine.store, caller.tenant, subject, labels, actor=caller.principal))
     return {"subject": subject, "revoked": removed}
 
 
@@ -130,8 +132,9 @@ async def revoke(body: GrantBody, request: Request, caller: AdminCaller) -> dict
 @router.post("/v1/admin/keys", status_code=201, responses=PROBLEMS)
 async def create_key(body: KeyBody, request: Request, caller: AdminCaller) -> dict[str, Any]:
     """A key of the caller's tenant; ``key`` is shown in this response only."""
-    issued = await service_state(request).call(caller, lambda engine: issue_key(
-        engine.store, caller.tenant, body.principal, role=body.role, expires=body.expires))
+    issued = await service_state(request).call(caller, lambda engine: audited.issue_api_key(
+        engine.store, caller.tenant, body.principal, role=body.role, expires=body.expires,
+        actor=caller.principal))
     return issued.to_dict()
 
 
@@ -145,7 +148,8 @@ async def list_keys(request: Request, caller: AdminCaller) -> dict[str, Any]:
 @router.post("/v1/admin/keys/{key_id}/revoke", responses=PROBLEMS)
 async def revoke_key(key_id: str, request: Request, caller: AdminCaller) -> dict[str, Any]:
     revoked = await service_state(request).call(
-        caller, lambda engine: engine.store.revoke_api_key(caller.tenant, key_id, at=_now()))
+        caller, lambda engine: audited.revoke_api_key(engine.store, caller.tenant, key_id,
+                                                      actor=caller.principal))
     if not revoked:
         raise NotFound(f"no active key {key_id}")
     return {"key_id": key_id, "revoked": True}
@@ -189,8 +193,8 @@ async def release_quarantine(body: ReleaseBody, request: Request,
     """Release an entry (recorded as released by the caller): the next ingest of its source
     tries it again."""
     released = await service_state(request).call(
-        caller, lambda engine: engine.store.release_quarantine(
-            caller.tenant, body.run_id, body.alias, by=caller.principal, at=_now()))
+        caller, lambda engine: audited.release_quarantine(
+            engine.store, caller.tenant, body.run_id, body.alias, actor=caller.principal))
     if not released:
         raise NotFound("no unreleased quarantine entry with that run and alias")
     return {"run_id": body.run_id, "alias": body.alias, "released_by": caller.principal}

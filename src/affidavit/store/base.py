@@ -11,13 +11,14 @@ context, and it belongs to the head version of its node.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
 from affidavit.errors import InputRejected
 from affidavit.records import AuthzContext, Chunk, ParagraphLabel, RawBlob, SireTuple
+from affidavit.references.model import Reference
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,21 @@ class LedgerEntry:
     # How record_hash binds the columns (affidavit.ledger.chain): 1 for records written
     # before every column was bound, 2 since.
     link_format: int = 1
+
+
+@dataclass(frozen=True)
+class PolicyEvent:
+    """One append-only change to a tenant's policy (affidavit.audit): who, when, what it was
+    and what it became, as canonical JSON, hash-chained to the event before."""
+
+    seq: int
+    kind: str
+    actor: str
+    at: str
+    before_json: str
+    after_json: str
+    prev_hash: str
+    event_hash: str
 
 
 @dataclass(frozen=True)
@@ -395,9 +411,41 @@ class Store(Protocol):
         """Mark the key revoked; False when there is no unrevoked key with that id."""
         ...
 
+    # ---- policy events (affidavit.audit) -------------------------------------------
+    def append_policy_event(self, tenant: str, *, kind: str, actor: str, at: str,
+                            before_json: str, after_json: str) -> PolicyEvent:
+        """Append one event to the tenant's policy chain, serialised with other writers."""
+        ...
+
+    def iter_policy_events(self, tenant: str, *, after_seq: int = 0) -> Iterator[PolicyEvent]:
+        """The tenant's policy events with ``seq > after_seq``, in sequence order."""
+        ...
+
+    def policy_head(self, tenant: str) -> tuple[int, str]:
+        """The newest policy event's (seq, event_hash); (0, genesis) when there is none."""
+        ...
+
+    # ---- references (affidavit.references) -----------------------------------------
+    def add_reference(self, tenant: str, reference: Reference) -> None: ...
+
+    def references_touching(self, tenant: str, node_ids: Sequence[str], *, direction: str,
+                            labels: Collection[str], limit: int) -> list[Reference]:
+        """References whose classification is in ``labels`` and that leave (``out``),
+        reach (``in``) or touch (``both``) one of ``node_ids``; oldest first."""
+        ...
+
+    def search_references(self, tenant: str, text: str, *, labels: Collection[str],
+                          limit: int) -> list[Reference]:
+        """References whose classification is in ``labels`` and whose label or reason
+        contains ``text`` (case-insensitive); oldest first."""
+        ...
+
     # ---- ledger --------------------------------------------------------------------
     def append_ledger(self, tenant: str, *, record_id: str, request_id: str, created_at: str,
-                      payload: str) -> LedgerEntry: ...
+                      payload: str, references: Sequence[Reference] = ()) -> LedgerEntry:
+        """Append one record; ``references`` (its citations) commit in the same
+        transaction, or neither does."""
+        ...
 
     def get_ledger(self, tenant: str, record_id: str) -> LedgerEntry | None: ...
 

@@ -337,4 +337,50 @@ CREATE TABLE api_keys (
 -- so those strings are withheld from every reader until the document is derived again.
 ALTER TABLE chunks ADD COLUMN derived_json TEXT;
 """),
+    Migration(13, "policy_events", """
+-- The audit trail of every change to a tenant's policy (tuples, grants, API keys, SIRE
+-- state, quarantine releases, identity resolutions, label overrides, settings): who, when,
+-- before and after, hash-chained (affidavit.audit). A revocation is an event here, never a
+-- deletion: the triggers refuse every change to a written event.
+CREATE TABLE policy_events (
+    tenant_id   TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    kind        TEXT NOT NULL,
+    actor       TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    before_json TEXT NOT NULL,
+    after_json  TEXT NOT NULL,
+    prev_hash   TEXT NOT NULL,
+    event_hash  TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, seq)
+);
+CREATE TRIGGER policy_events_no_update BEFORE UPDATE ON policy_events
+BEGIN SELECT RAISE(ABORT, 'policy events are append-only'); END;
+CREATE TRIGGER policy_events_no_delete BEFORE DELETE ON policy_events
+BEGIN SELECT RAISE(ABORT, 'policy events are append-only'); END;
+"""),
+    Migration(14, "references", """
+-- References (spec 004): a citation of an answer (source: its ledger record) or a soft link
+-- between two documents. classification is the most severe label of everything the row's
+-- strings came from; every read filters on it, and on both ends being readable.
+CREATE TABLE refs (
+    tenant_id       TEXT NOT NULL,
+    ref_id          TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    source_type     TEXT NOT NULL,
+    source_id       TEXT NOT NULL,
+    target_id       TEXT NOT NULL,
+    target_chunk_id TEXT,
+    location_type   TEXT,
+    location_detail TEXT NOT NULL,
+    label           TEXT NOT NULL,
+    reason          TEXT NOT NULL,
+    classification  TEXT NOT NULL,
+    created_by      TEXT NOT NULL,
+    created_at      TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, ref_id)
+);
+CREATE INDEX refs_by_source ON refs (tenant_id, source_id);
+CREATE INDEX refs_by_target ON refs (tenant_id, target_id);
+"""),
 )

@@ -52,6 +52,8 @@ from affidavit.store.postgres_governance import GovernanceTables
 from affidavit.store.postgres_identity import IdentityTables, claim_identity
 from affidavit.store.postgres_keys import ApiKeyTables
 from affidavit.store.postgres_locks import PostgresIngestLocks
+from affidavit.store.postgres_policy import PolicyEventTables
+from affidavit.store.postgres_references import ReferenceTables
 from affidavit.store.postgres_setup import (
     DEFAULT_APP_ROLE,
     check_application_role,
@@ -84,8 +86,8 @@ def _row_chunk(row: Row) -> Chunk:
     )
 
 
-class PostgresStore(PostgresIngestLocks,
-                    GovernanceTables, VectorTables, ApiKeyTables, IdentityTables):
+class PostgresStore(PostgresIngestLocks, GovernanceTables, VectorTables, ApiKeyTables,
+                    IdentityTables, PolicyEventTables, ReferenceTables):
     """The :class:`~affidavit.store.base.Store` on PostgreSQL with pgvector.
 
     ``dsn`` is normally the schema owner's (see :mod:`affidavit.store.postgres_setup` for

@@ -336,6 +336,32 @@ CREATE TABLE api_keys (
 );
 """
 
+_POLICY_EVENTS = f"""
+-- The audit trail of every change to a tenant's policy (affidavit.audit): insert-only for
+-- the application role, under the tenant's row-level security.
+CREATE TABLE policy_events (
+    tenant_id   {_T} NOT NULL,
+    seq         BIGINT NOT NULL,
+    kind        {_T} NOT NULL,
+    actor       {_T} NOT NULL,
+    at          {_T} NOT NULL,
+    before_json TEXT NOT NULL,
+    after_json  TEXT NOT NULL,
+    prev_hash   {_T} NOT NULL,
+    event_hash  {_T} NOT NULL,
+    PRIMARY KEY (tenant_id, seq)
+);
+-- The owner too: the database itself refuses edits, deletions and truncation.
+CREATE FUNCTION affidavit_policy_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'policy events are append-only';
+END $$;
+CREATE TRIGGER policy_events_no_update BEFORE UPDATE OR DELETE ON policy_events
+    FOR EACH ROW EXECUTE FUNCTION affidavit_policy_events_append_only();
+CREATE TRIGGER policy_events_no_truncate BEFORE TRUNCATE ON policy_events
+    FOR EACH STATEMENT EXECUTE FUNCTION affidavit_policy_events_append_only();
+"""
+
 _IDENTITY_CLAIMS = f"""
 -- Which source path owns each node's identity. Another path claiming the same source id is
 -- an identity collision: refused (quarantined) until an operator resolves it. A node with
@@ -363,6 +389,29 @@ CREATE TABLE identity_resolutions (
 );
 """
 
+_REFERENCES = f"""
+-- References (spec 004): see the SQLite migration "references" for what each column means.
+CREATE TABLE refs (
+    tenant_id       {_T} NOT NULL,
+    ref_id          {_T} NOT NULL,
+    kind            {_T} NOT NULL,
+    source_type     {_T} NOT NULL,
+    source_id       {_T} NOT NULL,
+    target_id       {_T} NOT NULL,
+    target_chunk_id {_T},
+    location_type   {_T},
+    location_detail TEXT NOT NULL,
+    label           TEXT NOT NULL,
+    reason          TEXT NOT NULL,
+    classification  {_T} NOT NULL,
+    created_by      {_T} NOT NULL,
+    created_at      {_T} NOT NULL,
+    PRIMARY KEY (tenant_id, ref_id)
+);
+CREATE INDEX refs_by_source ON refs (tenant_id, source_id);
+CREATE INDEX refs_by_target ON refs (tenant_id, target_id);
+"""
+
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial_schema", _INITIAL_SCHEMA),
     Migration(2, "ingest_queue", _INGEST_QUEUE),
@@ -372,6 +421,8 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "label_epochs", _LABEL_EPOCHS),
     Migration(9, "api_keys", _API_KEYS),
     Migration(10, "derived_text_labels", _DERIVED_TEXT_LABELS),
+    Migration(11, "policy_events", _POLICY_EVENTS),
+    Migration(12, "references", _REFERENCES),
 )
 
 TENANT_TABLES: tuple[str, ...] = (
@@ -379,11 +430,12 @@ TENANT_TABLES: tuple[str, ...] = (
     "paragraph_labels", "chunks", "postings", "lexical_stats", "acl_tokens", "relation_tuples",
     "label_grants", "sire", "ledger", "runs", "quarantine", "source_listings", "vectors",
     "vector_models", "ingest_queue", "api_keys", "identity_claims",
-    "identity_resolutions",
+    "identity_resolutions", "policy_events", "refs",
 )
 """Every table that holds tenant rows: each one is under the tenant_isolation policy."""
 
-INSERT_ONLY_TABLES = frozenset({"ledger", "head_history", "identity_resolutions"})
+INSERT_ONLY_TABLES = frozenset({"ledger", "head_history", "identity_resolutions",
+                                "policy_events"})
 """Tables the application role may read and append to, never change."""
 
 

@@ -124,7 +124,9 @@ def _is_ready_application_role(conn: Connection) -> bool:
     latest = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
     owns = _owned_tables(conn)
     conn.rollback()
-    current = latest is not None and int(latest[0]) == POSTGRES_MIGRATIONS[-1].version
+    # The highest number, not the last listed: migrations are appended by number.
+    newest = max(m.version for m in POSTGRES_MIGRATIONS)
+    current = latest is not None and int(latest[0]) == newest
     return current and not owns
 
 

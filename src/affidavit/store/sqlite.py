@@ -45,6 +45,8 @@ from affidavit.store.sqlite_lexical import (
     write_postings,
 )
 from affidavit.store.sqlite_locks import SQLiteIngestLocks
+from affidavit.store.sqlite_policy import PolicyEventTables
+from affidavit.store.sqlite_references import ReferenceTables
 from affidavit.store.sqlite_vectors import VectorTables, visibility_sql
 from affidavit.store.views import chunk_record_for
 
@@ -70,7 +72,8 @@ def _row_chunk(row: Sequence[object]) -> Chunk:
     )
 
 
-class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTables, IdentityTables):
+class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTables, IdentityTables,
+                  PolicyEventTables, ReferenceTables):
     """The :class:`~affidavit.store.base.Store` on one SQLite file."""
 
     backend = "sqlite"

@@ -1,0 +1,112 @@
+"""Recording policy events: the one function every change path calls.
+
+Every change to who may read what (relationship tuples, label grants), to who may call the
+service (API keys), to what a source may answer (SIRE state), to what was let in (quarantine
+releases, identity resolutions), to how a paragraph is labelled (label overrides) and to the
+effective settings is appended by :func:`record_policy_event` with its actor, UTC time, and
+the state before and after. A revocation is an event like any other: the live row may go,
+its history stays.
+
+Before and after hold identifiers (subjects, labels, key ids, run ids, source paths) and
+never a secret, a document's text or a query.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from affidavit.errors import InputRejected
+
+if TYPE_CHECKING:
+    from affidavit.store.base import PolicyEvent, Store
+
+TUPLE_ADD, TUPLE_REMOVE = "tuple.add", "tuple.remove"
+GRANT_ADD, GRANT_REVOKE = "grant.add", "grant.revoke"
+API_KEY_CREATE, API_KEY_REVOKE = "api_key.create", "api_key.revoke"
+SIRE_STATE = "sire.state"
+QUARANTINE_RELEASE = "quarantine.release"
+IDENTITY_RESOLVE = "identity.resolve"
+LABEL_OVERRIDE = "label.override"
+SETTINGS_EFFECTIVE = "settings.effective"
+REFERENCE_ADD = "reference.add"
+
+POLICY_EVENT_KINDS = frozenset({
+    TUPLE_ADD, TUPLE_REMOVE, GRANT_ADD, GRANT_REVOKE, API_KEY_CREATE, API_KEY_REVOKE,
+    SIRE_STATE, QUARANTINE_RELEASE, IDENTITY_RESOLVE, LABEL_OVERRIDE, SETTINGS_EFFECTIVE,
+    REFERENCE_ADD,
+})
+"""The kinds of change the trail records; anything else is refused, so a typo in a caller
+cannot open a kind nobody audits."""
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def record_policy_event(store: Store, tenant: str, kind: str, actor: str, before: Any,
+                        after: Any) -> PolicyEvent:
+    """Append one policy change to ``tenant``'s chain and return it.
+
+    ``before`` and ``after`` are JSON values (``None`` when the thing did not exist, or no
+    longer does). ``actor`` names who made the change: a principal from a verified
+    credential in the service, ``--by`` or the operator's OS user on the CLI
+    (:func:`operator_actor`)."""
+    if kind not in POLICY_EVENT_KINDS:
+        raise InputRejected("POLICY_EVENT_KIND", f"unknown policy event kind {kind!r}")
+    if not actor.strip():
+        raise InputRejected("POLICY_EVENT_ACTOR", "a policy change needs an actor")
+    at = datetime.now(UTC).isoformat(timespec="microseconds")
+    return store.append_policy_event(tenant, kind=kind, actor=actor, at=at,
+                                     before_json=_canonical(before),
+                                     after_json=_canonical(after))
+
+
+def operator_actor(by: str | None = None) -> str:
+    """Who is acting on the CLI: ``--by`` when given, else ``os:<user>``, the account that
+    runs the command (the CLI acts for whoever can open the database; DESIGN.md)."""
+    if by and by.strip():
+        return by.strip()
+    try:
+        user = getpass.getuser()
+    except (OSError, KeyError):  # no name for this uid (a bare container)
+        user = "unknown"
+    return f"os:{user}"
+
+
+def policy_version(store: Store, tenant: str) -> dict[str, Any]:
+    """The policy in force for ``tenant``: the head of its policy chain, as a ledger record
+    names it (``{"seq": 0, ...}`` before the first change)."""
+    seq, digest = store.policy_head(tenant)
+    return {"seq": seq, "event_hash": digest}
+
+
+def record_effective_settings(store: Store, tenant: str, config_version: str, *,
+                              actor: str) -> PolicyEvent | None:
+    """Record the effective settings' version when it differs from the last one recorded;
+    None when it does not (the chain then already names the settings in force)."""
+    last: str | None = None
+    for event in store.iter_policy_events(tenant):
+        if event.kind == SETTINGS_EFFECTIVE:
+            last = json.loads(event.after_json).get("config_version")
+    if last == config_version:
+        return None
+    before = None if last is None else {"config_version": last}
+    return record_policy_event(store, tenant, SETTINGS_EFFECTIVE, actor, before,
+                               {"config_version": config_version})
+
+
+def events_after(store: Store, tenant: str, version: Any) -> list[PolicyEvent]:
+    """The policy events appended after the policy version a ledger record names (all of
+    them for a record written before records named one)."""
+    seq = int(version.get("seq", 0)) if isinstance(version, dict) else 0
+    return list(store.iter_policy_events(tenant, after_seq=seq))
+
+
+def event_dict(event: PolicyEvent) -> dict[str, Any]:
+    """One event as JSON for ``affidavit audit list --json`` and the service."""
+    return {"seq": event.seq, "kind": event.kind, "actor": event.actor, "at": event.at,
+            "before": json.loads(event.before_json), "after": json.loads(event.after_json),
+            "prev_hash": event.prev_hash, "event_hash": event.event_hash}
