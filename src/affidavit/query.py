@@ -51,6 +51,7 @@ from affidavit.index.embed import embed_query
 from affidavit.index.snapshot import SQLiteSnapshotSource
 from affidavit.ledger.record import LedgerWriter
 from affidavit.records import AuthzContext, ScoredChunk, canonical_json, stable_hash
+from affidavit.references.citations import NO_CITATIONS, CitationDrafts, citation_drafts
 from affidavit.retrieval import (
     HybridHit,
     HybridRetriever,
@@ -329,6 +330,10 @@ class Engine:
                       "locator": caller_view[by_src[src].chunk_id].chunk.locator}
                      for src in cited]
         blocked = decision.output_state == "BLOCKED"
+        if not blocked:
+            trace.citations = citation_drafts(
+                [(v.claim.index, v.claim.text, v.claim.citations) for v in verdicts],
+                {src: e.chunk_id for src, e in by_src.items()}, shown, trace.principal)
         final = shown_answer(decision, answer, len(claims))
         trace.record.update({"stripped_citations": list(stripped), "claims": claim_dicts,
                              "gate_reasons": list(decision.reasons)})
@@ -393,7 +398,8 @@ class Engine:
               citations: list[dict[str, Any]], reasons: list[str]) -> AskResult:
         trace.record.update({"output_state": state, "answer": answer, "citations": citations,
                              "reasons": reasons})
-        entry = self.ledger.append(self.tenant, trace.request_id, trace.record)
+        entry = self.ledger.append(self.tenant, trace.request_id, trace.record,
+                                   citations=trace.citations)
         return AskResult(trace.request_id, state, answer, claims, citations, reasons,
                          entry.record_id, entry.record_hash)
 
@@ -425,6 +431,7 @@ class _Trace:
     role: str
     stream_to: TokenSink | None = None
     record: dict[str, Any] = field(default_factory=dict)
+    citations: CitationDrafts = NO_CITATIONS
 
     def __post_init__(self) -> None:
         self.record.update({"request_id": self.request_id, "query": self.question,

@@ -14,6 +14,7 @@ from psycopg import sql
 
 from affidavit.errors import ConfigurationError
 from affidavit.records import DocumentMetadata, SourceDocument
+from affidavit.references.model import Reference
 from affidavit.store import QuarantineRecord, RelationTuple
 from affidavit.store.base import KEEP, ApiKeyRecord, IdentityResolution
 from affidavit.store.postgres import PostgresStore
@@ -35,7 +36,10 @@ def populate(store: PostgresStore, tenant: str) -> None:
     store.add_tuple(tenant, RelationTuple("group:staff", "member", "user:x", "cli"), at=NOW)
     store.grant(tenant, "group:staff#member", ["PII"], at=NOW)
     store.append_ledger(tenant, record_id=f"r-{tenant}", request_id="q", created_at=NOW,
-                        payload="{}")
+                        payload="{}", references=[Reference(
+                            f"ref-{tenant}", "Citation", "ledger", f"r-{tenant}",
+                            bundle.node_id, bundle.chunks[0].chunk_id, "Chunk", "{}", "label",
+                            "reason", "PII", "user:x", NOW)])
     store.start_run(tenant, f"run-{tenant}", at=NOW, params_json="{}")
     store.record_quarantine(tenant, QuarantineRecord(f"run-{tenant}", "bad.md", "bad",
                                                      "EMPTY_DOCUMENT", "empty", NOW))
@@ -47,6 +51,8 @@ def populate(store: PostgresStore, tenant: str) -> None:
     store.resolve_identity(tenant, IdentityResolution(
         bundle.node_id, "n1", "copy.md", str(store.identity_owner(tenant, bundle.node_id)),
         KEEP, "ops", NOW))
+    store.append_policy_event(tenant, kind="grant.add", actor="ops", at=NOW,
+                              before_json="null", after_json="{}")
     store.add_api_key(tenant, ApiKeyRecord(f"key-{tenant}", "user:x", "reader", "salt", "hash",
                                            NOW))
 

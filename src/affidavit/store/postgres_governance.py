@@ -15,6 +15,7 @@ import psycopg
 from affidavit.errors import LedgerError, NotFound, StoreError
 from affidavit.ledger.chain import GENESIS_HASH, LINK_FORMAT, link_hash
 from affidavit.records import SireTuple
+from affidavit.references.model import Reference
 from affidavit.store.base import (
     LedgerEntry,
     QuarantineRecord,
@@ -29,6 +30,7 @@ from affidavit.store.postgres_base import (
     ensure_tenant_rows,
     lock_for,
 )
+from affidavit.store.postgres_references import insert_references
 
 _SIRE_SELECT = (
     "SELECT s.sire_id, s.node_id, s.version_id, v.title, v.alias, s.tuple_json, s.state, "
@@ -204,7 +206,7 @@ class GovernanceTables(PostgresBase):
 
     # ------------------------------------------------------------------ ledger
     def append_ledger(self, tenant: str, *, record_id: str, request_id: str, created_at: str,
-                      payload: str) -> LedgerEntry:
+                      payload: str, references: Sequence[Reference] = ()) -> LedgerEntry:
         try:
             with self.transaction(tenant) as conn:
                 ensure_tenant_rows(conn, tenant)
@@ -219,6 +221,7 @@ class GovernanceTables(PostgresBase):
                              "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                              (tenant, seq, record_id, request_id, created_at, payload, prev,
                               digest, LINK_FORMAT))
+                insert_references(conn, tenant, references)
         except (psycopg.Error, StoreError) as exc:
             raise LedgerError(f"ledger append failed: {exc}") from exc
         return LedgerEntry(seq, record_id, request_id, created_at, payload, prev, digest,

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from affidavit.errors import LedgerError, NotFound, StoreError
 from affidavit.ledger.chain import GENESIS_HASH, LINK_FORMAT, link_hash
 from affidavit.records import SireTuple
+from affidavit.references.model import Reference
 from affidavit.store.base import (
     LedgerEntry,
     QuarantineRecord,
@@ -21,6 +22,7 @@ from affidavit.store.base import (
     RunRecord,
     SireRecord,
 )
+from affidavit.store.sqlite_references import insert_references
 
 _LEDGER_COLUMNS = ("seq, record_id, request_id, created_at, payload, prev_hash, record_hash, "
                    "link_format")
@@ -220,7 +222,7 @@ class GovernanceTables:
 
     # ------------------------------------------------------------------ ledger
     def append_ledger(self, tenant: str, *, record_id: str, request_id: str, created_at: str,
-                      payload: str) -> LedgerEntry:
+                      payload: str, references: Sequence[Reference] = ()) -> LedgerEntry:
         try:
             with self._write() as conn:
                 self._ensure_tenant(conn, tenant)
@@ -235,6 +237,7 @@ class GovernanceTables:
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (tenant, seq, record_id, request_id, created_at, payload, prev, digest,
                      LINK_FORMAT))
+                insert_references(conn, tenant, references)
         except (sqlite3.Error, StoreError) as exc:
             raise LedgerError(f"ledger append failed: {exc}") from exc
         return LedgerEntry(seq, record_id, request_id, created_at, payload, prev, digest,

@@ -1,0 +1,107 @@
+"""Creating, listing and searching references on behalf of a reader.
+
+Only a principal who may read both ends may create a soft reference; it carries the most
+severe label of both ends and of its own reason text (labelled by the same deterministic
+rules as a paragraph), and its creation is a policy event with its actor.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from affidavit.classify.labels import label_text
+from affidavit.classify.policy import SensitivityPolicy
+from affidavit.errors import AuthorizationError, InputRejected
+from affidavit.records import AuthzContext
+from affidavit.references.access import ReadableEnds
+from affidavit.references.model import (
+    DOCUMENT,
+    Reference,
+    checked_direction,
+    checked_kind,
+    checked_location,
+)
+from affidavit.store.base import Store
+
+MAX_LISTED = 200
+MAX_REASON_CHARS = 4000
+
+
+def document_label(store: Store, authz: AuthzContext, node_id: str,
+                   policy: SensitivityPolicy) -> str:
+    """The most severe label of a document's head chunks; call only for a document this
+    reader may read (all of its chunks come back)."""
+    records = store.get_chunks(authz, store.document_chunk_ids(authz.tenant, node_id))
+    return policy.most_severe(r.chunk.label for r in records)
+
+
+def add_reference(store: Store, authz: AuthzContext, policy: SensitivityPolicy, *,
+                  source: str, target: str, kind: str, reason: str, actor: str,
+                  location_type: str | None = None,
+                  location_detail: dict[str, Any] | None = None) -> Reference:
+    """Create a soft reference from document ``source`` to document ``target``.
+
+    Refused with the same message whether an end does not exist or may not be read, so a
+    refusal tells nothing about documents the caller cannot see."""
+    kind = checked_kind(kind)
+    location = checked_location(location_type)
+    if len(reason) > MAX_REASON_CHARS:
+        raise InputRejected("REFERENCE_REASON", f"reason longer than {MAX_REASON_CHARS}")
+    if source == target:
+        raise InputRejected("REFERENCE_SELF", "a reference links two different documents")
+    ends = ReadableEnds(store, authz)
+    if not (ends.document(source) and ends.document(target)):
+        raise AuthorizationError("a reference needs both ends readable by its creator")
+    reason_label = label_text(reason, policy=policy, declared=None, path="",
+                              fallback=policy.default_level)
+    classification = policy.most_severe([
+        document_label(store, authz, source, policy),
+        document_label(store, authz, target, policy), reason_label])
+    if classification not in authz.granted_labels:
+        # The reason itself names something its author may not read (a keyword or an
+        # identifier of a label not granted): the author could not read it back.
+        raise AuthorizationError("the reference would carry a label its creator may not read")
+    reference = Reference(
+        ref_id="ref-" + uuid.uuid4().hex[:20], kind=kind, source_type=DOCUMENT,
+        source_id=source, target_id=target, target_chunk_id=None, location_type=location,
+        location_detail=json.dumps(location_detail or {}, sort_keys=True), label="",
+        reason=reason, classification=classification, created_by=actor,
+        created_at=datetime.now(UTC).isoformat(timespec="microseconds"))
+    store.add_reference(authz.tenant, reference)
+    audit_reference_created(store, authz.tenant, actor, reference)
+    return reference
+
+
+def audit_reference_created(store: Store, tenant: str, actor: str,
+                            reference: Reference) -> None:
+    """The one place a reference's creation enters the policy audit trail; identifiers
+    only (never the reason's text)."""
+    from affidavit.audit import REFERENCE_ADD, record_policy_event
+
+    record_policy_event(store, tenant, REFERENCE_ADD, actor, None, {
+        "ref_id": reference.ref_id, "kind": reference.kind,
+        "source": reference.source_id, "target": reference.target_id,
+        "classification": reference.classification})
+
+
+def list_references(store: Store, authz: AuthzContext, node_id: str, *,
+                    direction: str = "both", limit: int = MAX_LISTED) -> list[Reference]:
+    """References of a document this reader may read, each with both ends readable."""
+    direction = checked_direction(direction)
+    ends = ReadableEnds(store, authz)
+    if not ends.document(node_id):
+        return []
+    found = store.references_touching(authz.tenant, [node_id], direction=direction,
+                                      labels=authz.granted_labels, limit=limit)
+    return ends.visible(found)
+
+
+def search_references(store: Store, authz: AuthzContext, text: str, *,
+                      limit: int = MAX_LISTED) -> list[Reference]:
+    """References whose label or reason contains ``text``, among those this reader sees."""
+    found = store.search_references(authz.tenant, text, labels=authz.granted_labels,
+                                    limit=limit)
+    return ReadableEnds(store, authz).visible(found)

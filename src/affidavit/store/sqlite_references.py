@@ -1,0 +1,87 @@
+"""SQLite table of references (:mod:`affidavit.references`).
+
+Every read takes the reader's granted labels and filters on the reference's
+classification inside the query; whether the reader may read both ends is checked by
+:mod:`affidavit.references.access` before a reference leaves.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Sequence
+from contextlib import AbstractContextManager
+
+from affidavit.errors import StoreError
+from affidavit.references.model import REFERENCE_COLUMNS, Reference, reference_from_row
+
+_INSERT = (f"INSERT INTO refs (tenant_id, {REFERENCE_COLUMNS}) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def insert_references(conn: sqlite3.Connection, tenant: str,
+                      references: Sequence[Reference]) -> None:
+    """Write ``references`` in the caller's transaction (the ledger append's, for citations)."""
+    conn.executemany(_INSERT, [(tenant, *r.row()) for r in references])
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def like_pattern(text: str) -> str:
+    """A LIKE pattern finding ``text`` anywhere, its own wildcards taken literally."""
+    escaped = text.casefold().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+class ReferenceTables:
+    """Add and read one tenant's references."""
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        raise NotImplementedError
+
+    def _read(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        raise NotImplementedError
+
+    def _ensure_tenant(self, conn: sqlite3.Connection, tenant: str) -> None:
+        raise NotImplementedError
+
+    def add_reference(self, tenant: str, reference: Reference) -> None:
+        try:
+            with self._write() as conn:
+                self._ensure_tenant(conn, tenant)
+                insert_references(conn, tenant, [reference])
+        except sqlite3.Error as exc:
+            raise StoreError(f"reference insert failed: {exc}") from exc
+
+    def references_touching(self, tenant: str, node_ids: Sequence[str], *, direction: str,
+                            labels: Collection[str], limit: int) -> list[Reference]:
+        ids, granted = sorted(set(node_ids)), sorted(labels)
+        if not ids or not granted or limit <= 0:
+            return []
+        ends: list[str] = []
+        params: list[object] = [tenant, *granted]
+        if direction in ("out", "both"):
+            ends.append(f"(source_type = 'document' AND source_id IN ({_marks(len(ids))}))")
+            params.extend(ids)
+        if direction in ("in", "both"):
+            ends.append(f"target_id IN ({_marks(len(ids))})")
+            params.extend(ids)
+        rows = self._read(
+            f"SELECT {REFERENCE_COLUMNS} FROM refs WHERE tenant_id = ? AND classification IN "
+            f"({_marks(len(granted))}) AND ({' OR '.join(ends)}) "
+            "ORDER BY created_at, ref_id LIMIT ?", (*params, limit))
+        return [reference_from_row(r) for r in rows]
+
+    def search_references(self, tenant: str, text: str, *, labels: Collection[str],
+                          limit: int) -> list[Reference]:
+        granted = sorted(labels)
+        if not text.strip() or not granted or limit <= 0:
+            return []
+        pattern = like_pattern(text.strip())
+        rows = self._read(
+            f"SELECT {REFERENCE_COLUMNS} FROM refs WHERE tenant_id = ? AND classification IN "
+            f"({_marks(len(granted))}) AND (lower(label) LIKE ? ESCAPE '\\' "
+            "OR lower(reason) LIKE ? ESCAPE '\\') ORDER BY created_at, ref_id LIMIT ?",
+            (tenant, *granted, pattern, pattern, limit))
+        return [reference_from_row(r) for r in rows]
