@@ -105,3 +105,15 @@ def search_references(store: Store, authz: AuthzContext, text: str, *,
     found = store.search_references(authz.tenant, text, labels=authz.granted_labels,
                                     limit=limit)
     return ReadableEnds(store, authz).visible(found)
+
+
+def resolve_document(store: Store, authz: AuthzContext, document: str) -> str:
+    """The node id of ``document`` (a node id or a head document's path) if this reader
+    may read it; one refusal for missing and unreadable alike."""
+    candidates = [h.node_id for h in store.heads(authz.tenant)
+                  if document in (h.node_id, h.alias)]
+    ends = ReadableEnds(store, authz)
+    for node_id in candidates:
+        if ends.document(node_id):
+            return node_id
+    raise AuthorizationError(f"no document {document!r} you may read")

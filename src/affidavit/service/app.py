@@ -26,6 +26,7 @@ from affidavit.service import (
     ingest_routes,
     ledger_routes,
     query_routes,
+    refs_routes,
     stream_routes,
 )
 from affidavit.service.limits import BodySizeLimit
@@ -36,7 +37,8 @@ from affidavit.store.base import Store
 
 ROUTERS: tuple[APIRouter, ...] = (query_routes.router, stream_routes.router,
                                   ledger_routes.router, document_routes.router,
-                                  ingest_routes.router, admin_routes.router, console.router)
+                                  ingest_routes.router, admin_routes.router,
+                                  refs_routes.router, console.router)
 
 DESCRIPTION = """A governed retrieval-augmented generation engine over HTTP.
 
