@@ -73,9 +73,11 @@ def test_governance_refusal_exit_6_and_still_recorded(example_workspace: Run) ->
     assert code == EXIT_GOVERNANCE and "answer REQUIRES_SPEC: NO_EVIDENCE" in err
 
 
-def test_answered_question_exits_0(example_workspace: Run) -> None:
-    code, out, _ = example_workspace("ask", HOTEL, "--as", "user:sam.reed", "--json")
-    assert code == 0 and json.loads(out)["output_state"] in ("AUTHORIZED", "PARTIAL")
+def test_served_answer_exits_0(example_workspace: Run) -> None:
+    code, out, _ = example_workspace("ask", "What was total revenue in Q3 2024?", "--as",
+                                     "user:farid.nasser", "--json")
+    assert json.loads(out)["output_state"] in ("AUTHORIZED", "PARTIAL", "NARRATIVE_ONLY")
+    assert code == 0
 
 
 # --------------------------------------------------------------------------- provider
