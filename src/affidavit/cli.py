@@ -119,12 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Claim queued documents with FOR UPDATE SKIP LOCKED and "
                                    "ingest them; several workers may run at once. Needs the "
                                    "'postgres' extra.")
-    try:
-        from affidavit.worker import add_worker_arguments
-    except ImportError:  # the postgres extra is not installed; cmd_worker says so
-        pass
-    else:
-        add_worker_arguments(p)
+    from affidavit.worker_options import add_worker_arguments
+
+    add_worker_arguments(p)
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("search", parents=[common, reader, as_json], help="search what you may read",
@@ -135,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="operator view: each channel's own rank and score (raw BM25 scores "
                         "use tenant-wide statistics, hidden documents included), the fused "
                         "score and gates")
+    p.add_argument("--reference-depth", type=int, default=0, choices=range(0, 6),
+                   metavar="N", help="also search documents N reference hops away from "
+                                     "what the query found (default 0)")
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("ask", parents=[common, reader, as_json], help="a governed, cited answer",
@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "is verified and recorded in the ledger first.")
     p.add_argument("question")
     p.add_argument("--role", choices=["authoritative", "advisory"], default=None)
+    p.add_argument("--reference-depth", type=int, default=0, choices=range(0, 6),
+                   metavar="N", help="also search documents N reference hops away from "
+                                     "what the query found (default 0)")
     p.set_defaults(func=cmd_ask)
 
     _add_ledger(sub, common, reader, as_json)

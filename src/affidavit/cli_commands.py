@@ -178,7 +178,7 @@ def cmd_search(ctx: Context) -> int:
 
     engine = Engine(ctx.store(), ctx.settings, tenant=ctx.tenant)
     hits = engine.search(parse_principal(ctx.args.as_principal), ctx.args.query,
-                         limit=ctx.args.limit)
+                         limit=ctx.args.limit, reference_depth=ctx.args.reference_depth)
     if not hits:
         from affidavit.cli_diagnose import warn_if_unknown_principal
 
@@ -193,6 +193,9 @@ def cmd_search(ctx: Context) -> int:
         print(f"{rank}. [src:{hit.chunk_id[:8]}] {hit.title} ({hit.label}) "
               f"score={hit.score:.4f}{marker}")
         print(f"   {hit.locator}")
+        if hit.via_reference:
+            print(f"   via reference {hit.via_reference['ref_id']} "
+                  f"({hit.via_reference['kind']})")
         if ctx.args.explain:
             e = hit.explain
             print(f"   lexical rank {e.get('lexical_rank')} score {e.get('lexical_score')}; "
@@ -209,7 +212,8 @@ def cmd_ask(ctx: Context) -> int:
 
     principal = parse_principal(ctx.args.as_principal)
     engine = Engine(ctx.store(), ctx.settings, tenant=ctx.tenant)
-    result = engine.ask(principal, ctx.args.question, role=ctx.args.role)
+    result = engine.ask(principal, ctx.args.question, role=ctx.args.role,
+                        reference_depth=ctx.args.reference_depth)
     if not result.citations:
         from affidavit.cli_diagnose import warn_if_unknown_principal
 

@@ -118,7 +118,7 @@ def test_reference_reason_text_raises_its_label(tmp_path: Path) -> None:
 
 def test_refs_cli_and_service_hide_the_financial_cross_reference(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    store, engine = _world(tmp_path)
+    store, _engine = _world(tmp_path)
     db = str(tmp_path / "soft.db")
     try:
         alice = issue_key(store, "default", PLAIN_READER).key

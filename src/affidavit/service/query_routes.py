@@ -34,7 +34,8 @@ async def query(body: QueryRequest, request: Request,
     request_id = new_request_id()
     try:
         result = await state.call(caller, lambda engine: engine.ask(
-            caller.principal, body.query, role=body.model_role(), request_id=request_id))
+            caller.principal, body.query, role=body.model_role(), request_id=request_id,
+            reference_depth=body.reference_depth))
     except LimitExceeded as exc:
         return problem_for(exc, request_id=request_id)
     failed = provider_failure(result)
@@ -60,5 +61,6 @@ async def search(body: SearchRequest, request: Request,
     state = service_state(request)
     check_query_length(body.query, state.settings.service.max_query_chars)
     hits = await state.call(caller, lambda engine: engine.search(
-        caller.principal, body.query, limit=body.limit))
+        caller.principal, body.query, limit=body.limit,
+        reference_depth=body.reference_depth))
     return {"hits": [hit.to_dict() for hit in hits]}

@@ -23,6 +23,9 @@ class QueryRequest(BaseModel):
         default="governed", description="narrative asks for an advisory answer")
     inference_profile: Literal["reliability"] = Field(
         default="reliability", description="the only profile this engine offers")
+    reference_depth: int = Field(
+        default=0, ge=0, le=5, description="hops to follow references from the documents "
+        "the first pass found (0: none)")
 
     def model_role(self) -> str | None:
         if self.role is not None:
@@ -35,6 +38,9 @@ class SearchRequest(BaseModel):
 
     query: str = Field(min_length=1)
     limit: int | None = Field(default=None, ge=1, le=100)
+    reference_depth: int = Field(
+        default=0, ge=0, le=5, description="hops to follow references from the documents "
+        "the first pass found (0: none)")
 
 
 class QueryResponse(BaseModel):

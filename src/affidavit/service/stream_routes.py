@@ -97,7 +97,7 @@ def answer_stream(state: ServiceState, caller: Credential,
     sink = _QueueSink(loop, queue)
     future = state.submit(caller, lambda engine: engine.ask(
         caller.principal, body.query, role=body.model_role(), request_id=request_id,
-        stream_to=sink))
+        stream_to=sink, reference_depth=body.reference_depth))
     future.add_done_callback(lambda _: queue.put_nowait((_DONE, "")))
     service = state.settings.service
     events = _events(queue, future, request_id, loop.time() + service.deadline_seconds,
