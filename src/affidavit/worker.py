@@ -51,20 +51,11 @@ from affidavit.store.postgres_queue import (
     record_warnings,
     release_claims,
 )
+from affidavit.worker_options import WorkerOptions as WorkerOptions
+from affidavit.worker_options import add_worker_arguments as add_worker_arguments
 
 ATTEMPTS_EXHAUSTED = "INGEST_ATTEMPTS_EXHAUSTED"
 WORKER_ERROR = "WORKER_ERROR"
-
-
-@dataclass(frozen=True)
-class WorkerOptions:
-    """How a worker claims and waits. ``once``: exit when the tenant's queue is empty."""
-
-    batch_size: int = 8
-    stale_after: float = 300.0
-    poll_interval: float = 1.0
-    max_attempts: int = 5
-    once: bool = False
 
 
 @dataclass
@@ -175,19 +166,6 @@ class Worker:
 
 
 # ---------------------------------------------------------------------- command line
-
-
-def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``affidavit worker`` (shared by the CLI and ``python -m``)."""
-    parser.add_argument("--once", action="store_true",
-                        help="exit when the queue is empty instead of waiting for more")
-    parser.add_argument("--batch", type=int, default=WorkerOptions.batch_size,
-                        help="documents claimed at a time (default 8)")
-    parser.add_argument("--stale-after", type=float, default=WorkerOptions.stale_after,
-                        help="seconds without heartbeat before a claim is taken over "
-                             "(default 300)")
-    parser.add_argument("--poll", type=float, default=WorkerOptions.poll_interval,
-                        help="seconds between polls of an empty queue (default 1)")
 
 
 def run_worker_command(store: object, settings: Settings, tenant: str,
