@@ -44,29 +44,25 @@ def require_browser() -> None:
 
 @dataclass
 class Visit:
-    """A signed-in browser page of one principal, and every response it received."""
+    """A signed-in browser page of one principal, and the body of every response it
+    received (read as each arrives: a page navigated away from keeps no body)."""
 
     page: Any
     base_url: str
     who: str
-    responses: list[Any] = field(default_factory=list)
+    bodies: list[str] = field(default_factory=list)
 
     def goto(self, path: str) -> Any:
         return self.page.goto(self.base_url + path)
 
-    def bodies(self) -> list[str]:
-        """The text of every response so far (bodies of streams included)."""
-        texts = []
-        for response in self.responses:
-            try:
-                texts.append(response.body().decode("utf-8", "replace"))
-            except Exception:  # a redirect has no body to read
-                continue
-        return texts
+    def keep(self, response: Any) -> None:
+        if 300 <= response.status < 400:
+            return  # a redirect has no body
+        self.bodies.append(response.body().decode("utf-8", "replace"))
 
     def everything(self) -> str:
         """The DOM as the browser holds it now, and every response body."""
-        return "\n".join([self.page.content(), *self.bodies()])
+        return "\n".join([self.page.content(), *self.bodies])
 
     def shoot(self, name: str) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -83,7 +79,7 @@ def sign_in(browser: Any, base_url: str, who: str, key: str, *, width: int = DES
                                   java_script_enabled=javascript)
     page = context.new_page()
     visit = Visit(page, base_url, who)
-    page.on("response", lambda response: visit.responses.append(response))
+    page.on("response", visit.keep)
     visit.goto("/ui/login")
     page.get_by_label("API key").fill(key)
     page.get_by_label("API key").press("Enter")

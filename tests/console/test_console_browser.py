@@ -47,12 +47,8 @@ def chromium() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def console(console_deployment: Deployment, chromium: Any,
-            request: pytest.FixtureRequest) -> Iterator[RunningService]:
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    if capture is not None:
-        with capture.global_and_fixture_disabled():
-            print(f"\nconsole screenshots: {SCREENSHOTS}")
+def console(console_deployment: Deployment, chromium: Any) -> Iterator[RunningService]:
+    # conftest's terminal summary prints where the screenshots are
     with console_deployment.serve() as running:
         yield running
 
@@ -106,7 +102,7 @@ def test_a_marker_shows_its_passage_on_hover_and_opens_the_reader_at_the_chunk(
 def test_a_reader_without_the_grant_sees_a_withheld_count_and_no_canary(
         chromium: Any, console: RunningService, console_deployment: Deployment) -> None:
     v = visit(chromium, console, console_deployment, "sam")
-    ask(v, f"What is the acquisition budget for item {MIX_CANARY.lower()} and the printers?")
+    ask(v, "What is the acquisition budget, and when are the printers replaced?")
     assert int(v.page.locator("#withheld-count").inner_text()) >= 1
     assert "FINANCIAL" in v.page.locator(".withheld").inner_text()
     v.page.locator("#ledger-record").click()
@@ -115,6 +111,9 @@ def test_a_reader_without_the_grant_sees_a_withheld_count_and_no_canary(
     for doc in ("mixed.md", "printers.pdf"):
         v.goto(f"/ui/documents/{_doc_id(console, console_deployment, 'sam', doc)}")
     seen = v.everything()
+    # every page's body was captured, the record page navigated away from included
+    assert any('id="asked-by"' in body for body in v.bodies)
+    assert any('"type": "envelope"' in body for body in v.bodies)
     leaked = [c for c in CANARY_STRINGS if c.lower() in seen.lower()]
     assert not leaked, leaked
     assert "Content requires FINANCIAL clearance" in seen
