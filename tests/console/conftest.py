@@ -7,7 +7,8 @@ Principals, each signed in through ``/ui/login`` with its own key:
 * ``sam`` (reader): staff, INTERNAL only; reads the mixed document with placeholders;
 * ``helen`` (reviewer): HR, PII; reviews SIRE proposals;
 * ``farid`` (reader): finance, FINANCIAL; reads the mixed document whole;
-* ``grace`` (admin): board; walks every ledger record and uses the explainer.
+* ``grace`` (admin): board; walks every ledger record, releases quarantine and uses the
+  explainer.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ def build_console_deployment(root: Path) -> Deployment:
     (folder / "printers.pdf").write_bytes(text_pdf(PAGES))
     (folder / "printers.pdf.meta.yaml").write_text(f"classification: INTERNAL\n{ACL}\n",
                                                    encoding="utf-8")
+    # A label nobody declared: quarantined, for the review page to release.
+    (folder / "broken.md").write_text(f"---\nclassification: NOPE\n{ACL}\n---\n# broken"
+                                      f"\n\n{BODY}\n", encoding="utf-8")
     store = SQLiteStore(deployment.db)
     tenant = deployment.settings.tenant
     try:

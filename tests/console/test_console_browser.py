@@ -190,6 +190,24 @@ def test_approving_a_sire_proposal_records_the_reviewer(
     assert record[sire_id].state == "ACTIVE" and record[sire_id].approved_by == "user:helen"
 
 
+def test_releasing_quarantine_names_the_releaser_and_shows_the_reason(
+        chromium: Any, console: RunningService, console_deployment: Deployment) -> None:
+    grace = visit(chromium, console, console_deployment, "grace")
+    grace.goto("/ui/review")
+    entry = grace.page.locator("ul.quarantine li").filter(has_text="broken.md")
+    assert entry.locator(".reason").inner_text().strip()
+    entry.get_by_role("button", name="Release").click()
+    grace.page.wait_for_url("**/ui/review?message=*")
+    assert "as user:grace" in grace.page.locator("#review-message").inner_text()
+    store = SQLiteStore(console_deployment.db, create=False)
+    try:
+        released = [q for q in store.list_quarantine(console_deployment.settings.tenant)
+                    if q.alias.endswith("broken.md")]
+    finally:
+        store.close()
+    assert [q.released_by for q in released] == ["user:grace"]
+
+
 def test_the_explainer_verdict_matches_search_for_20_random_pairs(
         chromium: Any, console: RunningService, console_deployment: Deployment) -> None:
     grace = visit(chromium, console, console_deployment, "grace")

@@ -4,12 +4,19 @@ grant receives."""
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
+import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
 
+from affidavit.config import OidcSettings
 from affidavit.service import issue_key
 from affidavit.store import SQLiteStore
 from tests.canary.conftest import CANARIES, canaries_except
@@ -172,3 +179,31 @@ def test_another_tenant_reads_this_tenants_ids_like_unknown_ones(
     assert olga.get(f"/ui/documents/{mixed}").status_code == 404
     assert olga.get("/ui/documents/no-such-document").status_code == 404
     assert sam.get("/ui/static/..%2F..%2Fapp.py").status_code == 404
+
+
+def test_an_oidc_token_signs_in_as_its_subject_with_its_groups(
+        console_deployment: Deployment, tmp_path: Path) -> None:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = json.loads(RSAAlgorithm.to_jwk(key.public_key()))
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [{**public, "kid": "k1", "use": "sig",
+                                          "alg": "RS256"}]}), encoding="utf-8")
+    issuer, audience = "https://login.example.test/", "affidavit-console"
+    settings = console_deployment.with_settings(oidc=OidcSettings(
+        issuer=issuer, audience=audience, jwks_file=str(jwks), groups_claim="groups",
+        algorithms=("RS256",)))
+    now = int(time.time())
+    token = jwt.encode({"iss": issuer, "aud": audience, "sub": "oscar", "iat": now,
+                        "exp": now + 300, "groups": ["finance"]}, key, algorithm="RS256",
+                       headers={"kid": "k1"})
+    with console_deployment.serve(settings) as running, \
+            httpx.Client(base_url=running.base_url, follow_redirects=True) as client:
+        csrf = CSRF.search(client.get("/ui/login").text)
+        assert csrf is not None
+        page = client.post("/ui/login", data={"csrf": csrf.group(1), "token": token})
+        forged = client.post("/ui/login", data={"csrf": csrf.group(1),
+                                                "token": token[:-4] + "AAAA"})
+    assert page.url.path == "/ui/ask"
+    assert '<dd id="me-principal">user:oscar</dd>' in page.text
+    assert "FINANCIAL" in page.text  # the token's group grants it, for this session
+    assert forged.status_code in (401, 403) and "me-principal" not in forged.text
