@@ -38,9 +38,10 @@ LOGIN_CSRF_COOKIE = "affidavit_console_login"
 CSRF_HEADER = "x-csrf-token"
 
 
-def _cookie(response: Response, name: str, value: str) -> None:
+def _cookie(request: Request, response: Response, name: str, value: str) -> None:
+    # Secure whenever the console is reached over HTTPS (plain HTTP only on a trusted host).
     response.set_cookie(name, value, httponly=True, samesite="strict", path="/ui",
-                        secure=False)
+                        secure=request.url.scheme == "https")
 
 
 @router.get("")
@@ -50,13 +51,13 @@ async def home() -> Response:
 
 @router.get("/login")
 async def login_form(request: Request) -> Response:
-    return _login_page(None, 200)
+    return _login_page(request, None, 200)
 
 
-def _login_page(error: str | None, status: int) -> Response:
+def _login_page(request: Request, error: str | None, status: int) -> Response:
     csrf = secrets.token_urlsafe(32)
     response = html("login.html", status=status, csrf=csrf, error=error, me=None)
-    _cookie(response, LOGIN_CSRF_COOKIE, csrf)
+    _cookie(request, response, LOGIN_CSRF_COOKIE, csrf)
     return response
 
 
@@ -67,17 +68,17 @@ async def login(request: Request) -> Response:
     expected = request.cookies.get(LOGIN_CSRF_COOKIE, "")
     given = str(form.get("csrf", ""))
     if not expected or not hmac.compare_digest(expected, given):
-        return _login_page("The sign-in form expired; try again.", 403)
+        return _login_page(request, "The sign-in form expired; try again.", 403)
     bearer = str(form.get("api_key", "")).strip() or str(form.get("token", "")).strip()
     if not bearer:
-        return _login_page("Give an API key or an OIDC token.", 400)
+        return _login_page(request, "Give an API key or an OIDC token.", 400)
     try:
         authenticate_bearer(request, bearer)
     except AffidavitError:
-        return _login_page("That key or token is not valid.", 401)
+        return _login_page(request, "That key or token is not valid.", 401)
     session = sessions(request).open(bearer)
     response = RedirectResponse("/ui/ask", status_code=303, headers=SECURITY_HEADERS)
-    _cookie(response, COOKIE, session.session_id)
+    _cookie(request, response, COOKIE, session.session_id)
     response.delete_cookie(LOGIN_CSRF_COOKIE, path="/ui")
     return response
 

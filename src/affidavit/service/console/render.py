@@ -16,7 +16,7 @@ from fastapi import Request
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from affidavit.errors import AffidavitError, NotFound, RoleRefused
+from affidavit.errors import AffidavitError, LimitExceeded, NotFound, RoleRefused
 from affidavit.service.auth import Credential
 from affidavit.service.console.session import (
     CsrfRejected,
@@ -86,5 +86,8 @@ async def _refusal(request: Request, caller: Visitor | None, exc: AffidavitError
             me = await who(request, caller.credential)
         except AffidavitError:
             me = None
-    return html("error.html", status=kind.status, me=me, visitor=caller, title=kind.title,
-                message=message, status_code=kind.status)
+    response = html("error.html", status=kind.status, me=me, visitor=caller,
+                    title=kind.title, message=message, status_code=kind.status)
+    if isinstance(exc, LimitExceeded) and exc.retry_after is not None:
+        response.headers["Retry-After"] = str(exc.retry_after)
+    return response

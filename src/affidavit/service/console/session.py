@@ -52,6 +52,11 @@ class SessionStore:
         session = ConsoleSession(secrets.token_urlsafe(32), bearer, secrets.token_urlsafe(32),
                                  time.monotonic())
         with self._lock:
+            # Idle sessions go when a new one opens, so the table never outgrows its use.
+            idle = [k for k, v in self._sessions.items()
+                    if session.last_seen - v.last_seen > IDLE_SECONDS]
+            for key in idle:
+                del self._sessions[key]
             self._sessions[session.session_id] = session
         return session
 
