@@ -40,14 +40,18 @@ def classify_paragraphs(
     path: str,
     overrides: Mapping[int, str] | None = None,
     extra: Sequence[str | None] | None = None,
+    inherited: Sequence[tuple[str, str]] = (),
 ) -> tuple[ParagraphLabel, ...]:
     """Label every paragraph of ``doc`` under ``policy``; see the module docstring.
 
     ``declared`` is the document's own label (metadata, admin, inherited), ``path`` its
     source path, ``overrides`` recorded admin decisions by paragraph index, ``extra`` one
-    optional answer per paragraph from a :class:`ParagraphClassifier`.
+    optional answer per paragraph from a :class:`ParagraphClassifier`, ``inherited`` the
+    (pattern, label) pairs of ``[sensitivity.inherit]`` that match the document's path.
     """
-    document_signals = _document_signals(policy, declared, path)
+    document_signals = _document_signals(policy, declared, path) + [
+        _Signal(_DECLARED, f"inherited:{pattern}:{label}", policy.canonical(label))
+        for pattern, label in inherited]
     checked_overrides = _checked_overrides(policy, doc, overrides or {})
     classifier_labels = _checked_classifier_labels(policy, doc, extra)
     signals = [
