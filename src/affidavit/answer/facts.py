@@ -153,9 +153,9 @@ def noun_conflict(claimed: AttachedFact, noun: str,
     """The value the evidence ties to the claim's controlling noun, when it never ties the
     claimed value to it and does tie a disputing one (a claimed value that merely occurs
     somewhere else in the evidence does not make the claim true), else ``""``."""
-    if not noun:
-        return ""
     term = stem(noun.casefold())
+    if not noun or term not in claimed.terms:
+        return ""  # a noun outside the value's own row or clause is not what it is about
     about = [fact for fact in evidence if term in fact.terms]
     if any(same_value(claimed.atom, fact.atom) for fact in about):
         return ""

@@ -3,7 +3,12 @@
 * atoms: every atom of the claim must be stated, normalized, in the evidence; a number or
   date whose controlling noun the evidence states with a *different* value (and not with
   the claimed one) is a contradiction;
-* coverage: the share of the claim's content terms found in the evidence;
+* facts (:mod:`affidavit.answer.facts`): a value tied to a name the evidence ties to another
+  value, or a value with a unit that the evidence gives differently for the same noun (even
+  when the claimed value occurs elsewhere), is a contradiction; a proper name the evidence
+  replaces with another in a sentence that states the rest of the claim is missing;
+* coverage: the share of the claim's content terms found in the evidence (number words are
+  left to the atoms);
 * polarity: a claim whose direction (increase vs decrease, with negation flipping it) is
   the opposite of every evidence sentence that best matches it, or a negated claim whose
   best-matching sentences negate nothing, is not supported however many words it shares.
@@ -111,7 +116,9 @@ def check_atoms(claim: Claim, sources: Sequence[EvidenceSource]) -> AtomCheck:
     contradictions: list[str] = []
     for fact in attached_facts(claim.text):
         conflict = place_conflict(fact, evidence_facts)
-        if not conflict and fact.atom.noun:
+        # Bare counts are too common to tie to a noun ("1,000 genomes", "MEK 1/2"); a value
+        # with a unit or a date is specific enough.
+        if not conflict and fact.atom.noun and (fact.atom.unit or fact.atom.kind == "date"):
             other = noun_conflict(fact, fact.atom.noun, evidence_facts)
             conflict = (f"CONTRADICTED:{fact.atom.kind}:{fact.atom.value}!={other}"
                         f":noun={fact.atom.noun}") if other else ""
@@ -168,10 +175,20 @@ def _conflicting_value(atom: Atom, sentences: Sequence[EvidenceSentence]) -> str
 
 
 def missing_names(claim_text: str, sources: Sequence[EvidenceSource]) -> tuple[str, ...]:
-    """Proper names of the claim (places, people, organisations) its evidence never uses:
-    a claim about another city or party than its evidence is not supported by it."""
+    """Proper names of the claim (places, people, organisations) that its evidence never
+    uses *where it says everything else the claim says*: a sentence stating all of the
+    claim but another name is evidence about someone or somewhere else. A name merely
+    absent (a paraphrase, another spelling) is left to coverage."""
     words = frozenset().union(*(source.words for source in sources))
-    return tuple(sorted(name for name in proper_names(claim_text) if name not in words))
+    absent = sorted(name for name in proper_names(claim_text) if name not in words)
+    if not absent:
+        return ()
+    rest = frozenset(content_terms(claim_text)) - {stem(name) for name in absent}
+    for source in sources:
+        for sentence in source.sentences:
+            if rest <= sentence.terms and proper_names(sentence.text) - proper_names(claim_text):
+                return tuple(absent)
+    return ()
 
 
 def _mentions(sentence: EvidenceSentence, noun: str) -> bool:
@@ -187,10 +204,11 @@ def coverage(claim_text: str, sources: Sequence[EvidenceSource]) -> tuple[float,
     """Share of the claim's content terms in the evidence, the missing terms, term count."""
     # Numbers in words and currency names are the atoms' business: "two hundred pounds"
     # is checked as 200 GBP, not as the words "hundred" and "pound".
-    terms = sorted(set(content_terms(claim_text)) - NUMBER_WORD_TERMS)
+    evidence_terms = frozenset().union(*(source.terms for source in sources))
+    terms = sorted(t for t in set(content_terms(claim_text))
+                   if t in evidence_terms or t not in NUMBER_WORD_TERMS)
     if not terms:
         return 0.0, [], 0
-    evidence_terms = frozenset().union(*(source.terms for source in sources))
     missing = [t for t in terms if t not in evidence_terms]
     return (len(terms) - len(missing)) / len(terms), missing, len(terms)
 
@@ -213,8 +231,8 @@ def polarity_conflict(claim_text: str, sources: Sequence[EvidenceSource]) -> str
     if negated and not direction and not any(n for _, n in others):
         return "POLARITY_MISMATCH:negation"
     stating = [s.text for s in sentences if wanted <= s.terms]
-    parity = _plain_negations(claim_text) % 2
-    if stating and all(_plain_negations(text) % 2 != parity for text in stating):
+    negated_claim = _plain_negations(claim_text) > 0
+    if stating and all((_plain_negations(text) > 0) != negated_claim for text in stating):
         # Every sentence that states all the claim says does so with the opposite sense.
         return "POLARITY_MISMATCH:negation_flipped"
     return ""
