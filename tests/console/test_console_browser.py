@@ -90,6 +90,10 @@ def test_a_marker_shows_its_passage_on_hover_and_opens_the_reader_at_the_chunk(
     marker = v.page.locator("#claims a.cite").first
     card = v.page.locator("#claims .cite-wrap").first.locator(".card")
     assert not card.is_visible()
+    marker.focus()  # the keyboard reaches the passage too
+    assert card.is_visible()
+    v.page.locator("#question").focus()
+    assert not card.is_visible()
     marker.hover()
     assert card.is_visible() and "printers" in card.inner_text().lower()
     chunk = marker.get_attribute("data-chunk")

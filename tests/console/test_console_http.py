@@ -207,3 +207,24 @@ def test_an_oidc_token_signs_in_as_its_subject_with_its_groups(
     assert '<dd id="me-principal">user:oscar</dd>' in page.text
     assert "FINANCIAL" in page.text  # the token's group grants it, for this session
     assert forged.status_code in (401, 403) and "me-principal" not in forged.text
+
+
+def test_only_an_admin_may_use_the_explainer_and_only_a_reviewer_may_decide(
+        console: RunningService, console_deployment: Deployment) -> None:
+    sam, csrf = signed_in(console, console_deployment.keys["sam"])
+    helen, _ = signed_in(console, console_deployment.keys["helen"])
+    query = "?principal=user:sam&doc=mixed.md"
+    assert sam.get(f"/ui/permissions{query}").status_code == 403
+    assert sam.get(f"/ui/permissions.json{query}").status_code == 403
+    assert helen.get(f"/ui/permissions.json{query}").status_code == 403
+    store = SQLiteStore(console_deployment.db, create=False)
+    try:
+        proposed = store.list_sire(console_deployment.settings.tenant, state="PROPOSED")
+    finally:
+        store.close()
+    refused = sam.post(f"/ui/review/sire/{proposed[0].sire_id}",
+                       data={"csrf": csrf, "decision": "approve"})
+    assert refused.status_code == 403
+    grace, _ = signed_in(console, console_deployment.keys["grace"])
+    twin = grace.get(f"/ui/permissions.json{query}").json()
+    assert twin["decision"] == "PARTIAL" and twin["principal"] == "user:sam"
