@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,16 @@ def test_using_it_needs_no_source_checkout() -> None:
     commands = using_it_commands(README.read_text(encoding="utf-8"))
     assert commands[0].split()[:3] == ["affidavit", "init", "--example"]
     assert not any("examples/" in line for line in commands)
+
+
+def test_every_subpackage_ships_in_the_wheel() -> None:
+    """The package list in pyproject.toml is explicit: a new subpackage missing from it
+    imports from a checkout and fails after pip install."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {".".join(init.parent.relative_to(ROOT / "src").parts)
+             for init in (ROOT / "src" / "affidavit").rglob("__init__.py")}
+    assert found - listed == set()
 
 
 def _install_wheel(tmp: Path) -> Path:
