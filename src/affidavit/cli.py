@@ -35,6 +35,7 @@ from affidavit.cli_diagnose import add_explain_command, add_whoami_command
 from affidavit.cli_errors import EXIT_BROKEN_PIPE, report_error
 from affidavit.cli_identity import add_identity_commands
 from affidavit.cli_init import cmd_init
+from affidavit.cli_labels import add_labels_commands
 from affidavit.cli_ledger import cmd_ledger_checkpoint, cmd_ledger_keygen, cmd_ledger_verify
 from affidavit.cli_refs import add_refs_commands
 from affidavit.cli_service import add_service_commands
@@ -151,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_authz(sub, common, as_json)
     add_audit_commands(sub, common, as_json)
     add_refs_commands(sub, common, reader, as_json)
+    add_labels_commands(sub, common, as_json)
     add_whoami_command(sub, common, as_json)
     _add_sire(sub, common, as_json)
     add_identity_commands(sub, common, as_json)

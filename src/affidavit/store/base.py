@@ -316,6 +316,11 @@ class Store(Protocol):
         the document reader's outline, to be read back through :meth:`get_chunks`."""
         ...
 
+    def paragraph_labels(self, tenant: str, version_id: str) -> list[ParagraphLabel]:
+        """A version's paragraph labels with their recorded reasons, in paragraph order
+        (operator data: the reasons name keywords and detectors, never text)."""
+        ...
+
     def corpus_generation(self, tenant: str) -> int:
         """A counter that changes whenever the served corpus of the tenant changes."""
         ...
@@ -379,6 +384,12 @@ class Store(Protocol):
     def revoke(self, tenant: str, subject: str, labels: Sequence[str]) -> int: ...
 
     def list_grants(self, tenant: str) -> dict[str, tuple[str, ...]]: ...
+
+    def policy_generation(self, tenant: str) -> int | None:
+        """A counter bumped in the same transaction as every change to the tenant's stored
+        tuples or grants; None for an unknown tenant. Authorization contexts are cached by
+        it, so a change takes effect on the very next request."""
+        ...
 
     def tenant_exists(self, tenant: str) -> bool: ...
 

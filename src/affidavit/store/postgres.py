@@ -27,7 +27,7 @@ from psycopg_pool import ConnectionPool
 
 from affidavit.classify.derived import derived_from_json, derived_to_json
 from affidavit.errors import StoreError
-from affidavit.records import AuthzContext, Chunk, RawBlob
+from affidavit.records import AuthzContext, Chunk, ParagraphLabel, RawBlob
 from affidavit.store.base import (
     CHUNK_INSERT_COLUMNS,
     COUNTABLE_TABLES,
@@ -221,6 +221,13 @@ class PostgresStore(PostgresIngestLocks, GovernanceTables, VectorTables, ApiKeyT
             "h.tenant_id AND c.version_id = h.version_id WHERE h.tenant_id = %s "
             "AND h.node_id = %s AND c.is_head ORDER BY c.ordinal, c.chunk_id", (tenant, node_id))
         return [str(r[0]) for r in rows]
+
+    def paragraph_labels(self, tenant: str, version_id: str) -> list[ParagraphLabel]:
+        rows = self._rows(tenant, "SELECT idx, label, reasons_json FROM paragraph_labels "
+                                  "WHERE tenant_id = %s AND version_id = %s ORDER BY idx",
+                          (tenant, version_id))
+        return [ParagraphLabel(int(r[0]), str(r[1]), tuple(json.loads(str(r[2]))))
+                for r in rows]
 
     def corpus_generation(self, tenant: str) -> int:
         rows = self._rows(tenant, "SELECT generation FROM lexical_stats WHERE tenant_id = %s",

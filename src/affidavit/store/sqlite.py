@@ -17,7 +17,7 @@ from pathlib import Path
 
 from affidavit.classify.derived import derived_from_json, derived_to_json
 from affidavit.errors import StoreError
-from affidavit.records import AuthzContext, Chunk, RawBlob
+from affidavit.records import AuthzContext, Chunk, ParagraphLabel, RawBlob
 from affidavit.store.base import (
     CHUNK_INSERT_COLUMNS,
     COUNTABLE_TABLES,
@@ -335,6 +335,12 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             "AND c.version_id = h.version_id WHERE h.tenant_id = ? AND h.node_id = ? "
             "AND c.is_head = 1 ORDER BY c.ordinal, c.chunk_id", (tenant, node_id))
         return [str(r[0]) for r in rows]
+
+    def paragraph_labels(self, tenant: str, version_id: str) -> list[ParagraphLabel]:
+        rows = self._read("SELECT idx, label, reasons_json FROM paragraph_labels WHERE "
+                          "tenant_id = ? AND version_id = ? ORDER BY idx", (tenant, version_id))
+        return [ParagraphLabel(int(str(r[0])), str(r[1]), tuple(json.loads(str(r[2]))))
+                for r in rows]
 
     def corpus_generation(self, tenant: str) -> int:
         rows = self._read("SELECT generation FROM lexical_stats WHERE tenant_id = ?", (tenant,))

@@ -1,0 +1,80 @@
+"""``affidavit labels override|sources``: admin label overrides and where labels came from.
+
+An override is the only way to lower a detected label. It is recorded as a
+``label.override`` policy event with its actor (``--by``, default the operator's OS
+account) and reason, and is in force from the next ingestion run, which relabels the
+document. The CLI acts for whoever can open the database (DESIGN.md, "Who the caller is").
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from affidavit.audit import operator_actor
+from affidavit.classify.model import label_sources
+from affidavit.classify.overrides import record_override
+from affidavit.classify.policy import SensitivityPolicy
+from affidavit.cli_commands import EXIT_OK, Context, _print_json
+from affidavit.cli_errors import UsageError
+from affidavit.cli_ledger import printable
+from affidavit.store.base import Store
+
+
+def add_labels_commands(sub: Any, common: argparse.ArgumentParser,
+                        as_json: argparse.ArgumentParser) -> None:
+    """The ``labels`` subcommand."""
+    p = sub.add_parser("labels", help="label overrides and label sources",
+                       description="Override a paragraph's label (recorded in the policy "
+                                   "audit trail) and show where labels came from.")
+    lsub = p.add_subparsers(dest="labels_action", required=True, metavar="ACTION")
+    q = lsub.add_parser("override", parents=[common, as_json],
+                        help="set a paragraph's label; in force from the next ingestion run")
+    q.add_argument("document", help="node id or path of the document")
+    q.add_argument("paragraph", type=int, help="paragraph index (see 'labels sources')")
+    q.add_argument("label", help="the label to set, or 'none' to withdraw an override")
+    q.add_argument("--reason", required=True, help="why (kept in the audit trail)")
+    q.add_argument("--by", default=None, help="who is making the change (audit trail)")
+    q.set_defaults(func=cmd_labels)
+    q = lsub.add_parser("sources", parents=[common, as_json],
+                        help="each paragraph's label of a document and where it came from")
+    q.add_argument("document", help="node id or path of the document")
+    q.set_defaults(func=cmd_labels)
+
+
+def _node(store: Store, tenant: str, document: str) -> tuple[str, str]:
+    for head in store.heads(tenant):
+        if document in (head.node_id, head.alias):
+            return head.node_id, head.version_id
+    raise UsageError(f"no document {document!r}")
+
+
+def cmd_labels(ctx: Context) -> int:
+    args = ctx.args
+    store = ctx.store()
+    node_id, version_id = _node(store, ctx.tenant, args.document)
+    if args.labels_action == "override":
+        policy = SensitivityPolicy.from_settings(ctx.settings.sensitivity)
+        label = None if args.label.casefold() == "none" else policy.canonical(args.label)
+        event = record_override(store, ctx.tenant, node_id=node_id, paragraph=args.paragraph,
+                                label=label, reason=args.reason, actor=operator_actor(args.by))
+        if args.json:
+            _print_json({"seq": event.seq, "node_id": node_id, "paragraph": args.paragraph,
+                         "label": label, "actor": event.actor})
+        else:
+            print(f"override recorded (policy event #{event.seq} by {printable(event.actor)}); "
+                  "in force from the next ingestion run")
+        return EXIT_OK
+    rows = store.paragraph_labels(ctx.tenant, version_id)
+    if args.json:
+        _print_json([{"paragraph": label.index, "label": label.label,
+                      "sources": list(label_sources(label.reasons)),
+                      "reasons": list(label.reasons)} for label in rows])
+        return EXIT_OK
+    for row in rows:
+        print(printable(f"{row.index:>4} {row.label:<14} "
+                        f"{', '.join(label_sources(row.reasons))}  "
+                        f"({'; '.join(row.reasons)})"))
+    return EXIT_OK
+
+
