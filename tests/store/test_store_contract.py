@@ -129,6 +129,27 @@ def test_tuples_and_grants(store: Store) -> None:
     assert not store.remove_tuple(T, rel)
 
 
+def test_every_tuple_or_grant_change_moves_the_policy_generation(store: Store) -> None:
+    store.ensure_tenant(T)
+    store.ensure_tenant("tenant-b")
+    seen = [store.policy_generation(T)]
+    rel = RelationTuple("group:hr", "member", "user:helen", "cli")
+    store.add_tuple(T, rel, at=NOW)
+    seen.append(store.policy_generation(T))
+    store.grant(T, "group:hr#member", ["PII"], at=NOW)
+    seen.append(store.policy_generation(T))
+    store.revoke(T, "group:hr#member", ["PII"])
+    seen.append(store.policy_generation(T))
+    store.remove_tuple(T, rel)
+    seen.append(store.policy_generation(T))
+    assert None not in seen and len(set(seen)) == len(seen)
+    # A write that changes nothing, and another tenant's change, leave it where it is.
+    store.revoke(T, "group:hr#member", ["PII"])
+    store.grant("tenant-b", "user:x", ["PII"], at=NOW)
+    assert store.policy_generation(T) == seen[-1]
+    assert store.policy_generation("no-such-tenant") is None
+
+
 def test_sire_lifecycle_records_approver(store: Store) -> None:
     store.commit_version(bundle("n1", "v1", [("INTERNAL", "x", {"x": 1})]))
     [proposal] = store.list_sire(T, state="PROPOSED")

@@ -9,8 +9,10 @@ a head version. An :class:`Authorizer` is anything that produces that context, s
 policy engine plugs in here and nowhere else.
 
 The default :class:`StoreAuthorizer` reads tuples and grants from the settings and from the
-store on every call (no cache), so a removed tuple or a revoked grant takes effect on the
-very next request. Settings policy is per tenant (:meth:`Settings.policy_for`): tuples and
+store, and keeps each principal's expanded context only as long as the store's policy
+generation (bumped in the transaction of every tuple or grant change) is unchanged: one
+small read per request, and a removed tuple or a revoked grant takes effect on the very
+next request. Settings policy is per tenant (:meth:`Settings.policy_for`): tuples and
 grants configured for one tenant are never read for another. Its contexts carry the label
 epoch of the settings' sensitivity policy, so that chunks labelled under another policy
 are not served.
@@ -75,9 +77,15 @@ def build_context(tenant: str, principal: str, tuples: Iterable[RelationTuple],
 class StoreAuthorizer:
     """The in-database authorizer: settings tuples and grants plus the store's own."""
 
+    MAX_CACHED_CONTEXTS = 4096
+    """Principals whose expanded context is kept; the oldest is dropped beyond this."""
+
     def __init__(self, store: Store, settings: Settings):
         self.store = store
         self.settings = settings
+        # (tenant, principal) -> (policy generation it was expanded under, context). The
+        # settings' own tuples and grants are fixed for this authorizer's life.
+        self._contexts: dict[tuple[str, str], tuple[int, AuthzContext]] = {}
 
     def config_tuples(self, tenant: str | None = None) -> list[RelationTuple]:
         """Tuples the settings declare for ``tenant`` (default: the home tenant)."""
@@ -98,11 +106,17 @@ class StoreAuthorizer:
         return grants
 
     def context_for(self, tenant: str, principal: str | None) -> AuthzContext:
-        """Read the live policy and expand it for ``principal``; fail closed on any error."""
+        """The principal's context under the live policy; fail closed on any error."""
         who = parse_principal(principal)
         try:
-            if not self.store.tenant_exists(tenant):
+            # Read before the policy itself: a context cached under this generation is then
+            # never older than the generation says.
+            generation = self.store.policy_generation(tenant)
+            if generation is None:
                 raise AuthorizationError(f"unknown tenant {tenant!r}")
+            cached = self._contexts.get((tenant, who))
+            if cached is not None and cached[0] == generation:
+                return cached[1]
             tuples = self.all_tuples(tenant)
             grants = self.all_grants(tenant)
         except AuthorizationError:
@@ -110,8 +124,16 @@ class StoreAuthorizer:
         except Exception as exc:
             raise AuthorizationError(
                 f"authorization data unavailable ({type(exc).__name__})") from exc
-        context = build_context(tenant, who, tuples, grants)
-        return replace(context, label_epoch=label_epoch(self.settings.sensitivity))
+        context = replace(build_context(tenant, who, tuples, grants),
+                          label_epoch=label_epoch(self.settings.sensitivity))
+        self._remember((tenant, who), generation, context)
+        return context
+
+    def _remember(self, key: tuple[str, str], generation: int, context: AuthzContext) -> None:
+        self._contexts.pop(key, None)
+        if len(self._contexts) >= self.MAX_CACHED_CONTEXTS:
+            self._contexts.pop(next(iter(self._contexts)))
+        self._contexts[key] = (generation, context)
 
 
 class FailClosedAuthorizer:

@@ -383,4 +383,18 @@ CREATE TABLE refs (
 CREATE INDEX refs_by_source ON refs (tenant_id, source_id);
 CREATE INDEX refs_by_target ON refs (tenant_id, target_id);
 """),
+    Migration(15, "policy_generation", """
+-- A counter of the tenant's stored policy, bumped by triggers in the transaction of every
+-- change to its tuples or grants, whatever path wrote it: a cached authorization context is
+-- keyed by it, so the very next request after a change reads the new policy.
+CREATE TABLE policy_generations (
+    tenant_id  TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL
+);
+""" + "".join(f"""
+CREATE TRIGGER {table}_{event.lower()}_policy_generation AFTER {event} ON {table}
+BEGIN INSERT INTO policy_generations VALUES ({row}.tenant_id, 1)
+      ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1; END;
+""" for table in ("relation_tuples", "label_grants")
+    for event, row in (("INSERT", "NEW"), ("DELETE", "OLD"), ("UPDATE", "NEW")))),
 )

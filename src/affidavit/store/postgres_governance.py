@@ -147,6 +147,12 @@ class GovernanceTables(PostgresBase):
                                "AND label = ANY(%s)", (tenant, subject, sorted(set(labels))))
             return cur.rowcount
 
+    def policy_generation(self, tenant: str) -> int | None:
+        rows = self._rows(tenant, "SELECT COALESCE(g.generation, 0) FROM tenants t LEFT JOIN "
+                          "policy_generations g ON g.tenant_id = t.tenant_id "
+                          "WHERE t.tenant_id = %s", (tenant,))
+        return int(str(rows[0][0])) if rows else None
+
     def list_grants(self, tenant: str) -> dict[str, tuple[str, ...]]:
         rows = self._rows(tenant, "SELECT subject, label FROM label_grants WHERE tenant_id = %s "
                                   "ORDER BY subject, label", (tenant,))

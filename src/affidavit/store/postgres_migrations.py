@@ -412,6 +412,30 @@ CREATE INDEX refs_by_source ON refs (tenant_id, source_id);
 CREATE INDEX refs_by_target ON refs (tenant_id, target_id);
 """
 
+# Bumped in the transaction of every change to a tenant's tuples or grants, whatever path
+# wrote it: a cached authorization context is keyed by it (affidavit.authz.context). The
+# trigger runs as the writer, under the tenant's row-level security, on its own tenant row.
+_POLICY_GENERATION = f"""
+CREATE TABLE policy_generations (
+    tenant_id  {_T} PRIMARY KEY,
+    generation BIGINT NOT NULL
+);
+CREATE FUNCTION affidavit_bump_policy_generation() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    tenant TEXT := CASE WHEN TG_OP = 'DELETE' THEN OLD.tenant_id ELSE NEW.tenant_id END;
+BEGIN
+    INSERT INTO policy_generations VALUES (tenant, 1)
+    ON CONFLICT (tenant_id) DO UPDATE SET generation = policy_generations.generation + 1;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER relation_tuples_policy_generation
+    AFTER INSERT OR UPDATE OR DELETE ON relation_tuples
+    FOR EACH ROW EXECUTE FUNCTION affidavit_bump_policy_generation();
+CREATE TRIGGER label_grants_policy_generation
+    AFTER INSERT OR UPDATE OR DELETE ON label_grants
+    FOR EACH ROW EXECUTE FUNCTION affidavit_bump_policy_generation();
+"""
+
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial_schema", _INITIAL_SCHEMA),
     Migration(2, "ingest_queue", _INGEST_QUEUE),
@@ -423,6 +447,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "derived_text_labels", _DERIVED_TEXT_LABELS),
     Migration(11, "policy_events", _POLICY_EVENTS),
     Migration(12, "references", _REFERENCES),
+    Migration(13, "policy_generation", _POLICY_GENERATION),
 )
 
 TENANT_TABLES: tuple[str, ...] = (
@@ -430,7 +455,7 @@ TENANT_TABLES: tuple[str, ...] = (
     "paragraph_labels", "chunks", "postings", "lexical_stats", "acl_tokens", "relation_tuples",
     "label_grants", "sire", "ledger", "runs", "quarantine", "source_listings", "vectors",
     "vector_models", "ingest_queue", "api_keys", "identity_claims",
-    "identity_resolutions", "policy_events", "refs",
+    "identity_resolutions", "policy_events", "refs", "policy_generations",
 )
 """Every table that holds tenant rows: each one is under the tenant_isolation policy."""
 

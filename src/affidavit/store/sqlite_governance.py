@@ -149,6 +149,12 @@ class GovernanceTables:
                 removed += cur.rowcount
             return removed
 
+    def policy_generation(self, tenant: str) -> int | None:
+        rows = self._read("SELECT COALESCE(g.generation, 0) FROM tenants t LEFT JOIN "
+                          "policy_generations g ON g.tenant_id = t.tenant_id "
+                          "WHERE t.tenant_id = ?", (tenant,))
+        return int(str(rows[0][0])) if rows else None
+
     def list_grants(self, tenant: str) -> dict[str, tuple[str, ...]]:
         rows = self._read("SELECT subject, label FROM label_grants WHERE tenant_id = ? "
                           "ORDER BY subject, label", (tenant,))
