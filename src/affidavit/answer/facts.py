@@ -186,9 +186,9 @@ class ClaimConflict:
 
     @property
     def reason(self) -> str:
-        """Stable reason naming both claims and both values."""
-        return (f"CONFLICTING_CLAIMS:{self.first}&{self.second}:"
-                f"{self.first_value}!={self.second_value}")
+        """Stable reason naming both claims by index. The values stay out: gate reasons are
+        shown to ledger readers who may not see the evidence the claims came from."""
+        return f"CONFLICTING_CLAIMS:{self.first}&{self.second}"
 
 
 def claim_conflicts(claims: Sequence[tuple[int, str]]) -> tuple[ClaimConflict, ...]:

@@ -70,8 +70,10 @@ class QuestionCoverage:
 
     @property
     def reasons(self) -> tuple[str, ...]:
-        """Stable reason codes when the question is not addressed, else ``()``."""
-        found = [f"QUESTION_NOT_ADDRESSED:{','.join(self.words)}"] if self.uncovered else []
+        """Stable reason codes when the question is not addressed, else ``()``. They carry
+        no words: gate reasons outlive the question in ledger views that withhold it (the
+        uncovered words are in :meth:`to_dict`, which such views withhold)."""
+        found = ["QUESTION_NOT_ADDRESSED"] if self.uncovered else []
         if self.compliance:
             found.append(self.compliance)
         return tuple(found)
