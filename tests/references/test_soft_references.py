@@ -20,6 +20,7 @@ from affidavit.store.base import Store
 from tests.references.world import FINANCE_READER, PLAIN_READER, ingest, node_of, write_doc
 from tests.service.conftest import running_service
 
+NIGHTJAR_REASON = "Nightjar bid depends on the tides"
 REASON = "Lighthouse budget line 4471 explains the harbour pilot fees"
 
 
@@ -154,3 +155,34 @@ def test_refs_cli_and_service_hide_the_financial_cross_reference(
     assert [r["classification"] for r in listed_fiona.json()] == ["FINANCIAL"]
     assert created_fiona.status_code == 201, created_fiona.text
     assert created_fiona.json()["created_by"] == FINANCE_READER
+
+
+def test_reason_naming_restricted_content_makes_a_restricted_reference(tmp_path: Path) -> None:
+    """A reason that names a RESTRICTED keyword is RESTRICTED: refused to a creator who may
+    not read RESTRICTED, and never shown to a reader without it."""
+    from affidavit.classify.policy import SensitivityPolicy
+    from affidavit.config import SensitivitySettings
+
+    settings = Settings(sensitivity=SensitivitySettings(restricted_keywords=("nightjar",)))
+    root = tmp_path / "corpus"
+    _corpus(root)
+    store = SQLiteStore(tmp_path / "restricted.db")
+    try:
+        ingest(store, root, settings)
+        store.grant("default", "user:rex", ["RESTRICTED", "INTERNAL"], at="now")
+        engine = Engine(store, settings)
+        policy = SensitivityPolicy.from_settings(settings.sensitivity)
+        source, target = node_of(store, "harbour.md"), node_of(store, "tides.md")
+        with pytest.raises(AuthorizationError):
+            add_reference(store, engine.authz_context(PLAIN_READER), policy, source=source,
+                          target=target, kind="CrossReference", reason=NIGHTJAR_REASON,
+                          actor=PLAIN_READER)
+        ref = add_reference(store, engine.authz_context("user:rex"), policy, source=source,
+                            target=target, kind="CrossReference", reason=NIGHTJAR_REASON,
+                            actor="user:rex")
+        seen = [search_references(store, engine.authz_context(p), "tides")
+                for p in (PLAIN_READER, FINANCE_READER, "user:rex")]
+    finally:
+        store.close()
+    assert ref.classification == "RESTRICTED"
+    assert [len(s) for s in seen] == [0, 0, 1]
