@@ -97,6 +97,24 @@ class SftpSettings:
 
 
 @dataclass(frozen=True)
+class ModelClassifierSettings:
+    """``[sensitivity.model]``: the optional paragraph classifier (affidavit.classify.model),
+    an OpenAI-compatible server. Off unless ``enabled``; it can only raise a label, and
+    never sees a paragraph the rules already made RESTRICTED."""
+
+    enabled: bool = False
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = "AFFIDAVIT_CLASSIFIER_API_KEY"
+    timeout_seconds: float = 120.0
+    max_retries: int = 2
+    # replaces the prompt generated from the configured labels; {labels} is filled in
+    prompt: str = ""
+    window_chars: int = 40_000
+    overlap_pages: int = 2
+
+
+@dataclass(frozen=True)
 class SensitivitySettings:
     labels: tuple[str, ...] = DEFAULT_LABELS
     default_level: str = "INTERNAL"
@@ -115,6 +133,10 @@ class SensitivitySettings:
             "payment_card": "FINANCIAL",
         }
     )
+    # ``[sensitivity.inherit]``: path glob -> label declared for every document it matches
+    # (folders and path patterns); the most severe matching label wins
+    inherit: Mapping[str, str] = field(default_factory=dict)
+    model: ModelClassifierSettings = field(default_factory=ModelClassifierSettings)
 
 
 @dataclass(frozen=True)
@@ -286,6 +308,20 @@ class ServiceSettings:
 
 
 @dataclass(frozen=True)
+class TelemetrySettings:
+    """``[telemetry]``: where spans and metrics go (affidavit.telemetry); ``none`` sends
+    nothing anywhere."""
+
+    exporter: str = "none"
+    # OTLP over HTTP/protobuf: the collector's base URL (".../v1/traces" is appended)
+    endpoint: str = "http://127.0.0.1:4318"
+    # the share of new traces kept; a request that arrives sampled stays sampled
+    sample_ratio: float = 1.0
+    # seconds between metric exports
+    metric_interval: float = 60.0
+
+
+@dataclass(frozen=True)
 class Settings:
     """Every setting Affidavit reads. Immutable; build a changed copy with :meth:`replace`."""
 
@@ -310,6 +346,7 @@ class Settings:
     provider: ProviderSettings = field(default_factory=ProviderSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     service: ServiceSettings = field(default_factory=ServiceSettings)
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
     source_file: str | None = None
 
     def replace(self, **changes: Any) -> Settings:
@@ -521,6 +558,10 @@ def _validate(settings: Settings) -> None:
         if label not in labels:
             raise ConfigurationError("names an unknown label",
                                      key=f"sensitivity.detectors.{name}", source=source)
+    for pattern, label in settings.sensitivity.inherit.items():
+        if label not in labels:
+            raise ConfigurationError("names an unknown label",
+                                     key=f"sensitivity.inherit.{pattern}", source=source)
     _validate_tenant_policies(settings, source)
     _validate_egress(settings, source)
     ingest = settings.ingest

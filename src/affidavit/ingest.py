@@ -19,10 +19,13 @@ from typing import Any
 
 from affidavit.authz.tuples import document_object_tokens, parse_subject
 from affidavit.chunking import chunk_document
-from affidavit.classify import SensitivityPolicy, build_segments, classify_paragraphs
+from affidavit.classify import SensitivityPolicy, build_segments
 from affidavit.classify.derived import DocumentDerivedLabels, format_locator, label_derived
+from affidavit.classify.document import effective_declared, label_document
 from affidavit.classify.epoch import label_epoch
 from affidavit.classify.labels import label_text
+from affidavit.classify.model import ModelParagraphClassifier, classifier_identity
+from affidavit.classify.overrides import all_recorded_overrides, overrides_digest
 from affidavit.config import Settings
 from affidavit.errors import AffidavitError, InputRejected
 from affidavit.extract import extract
@@ -37,6 +40,7 @@ from affidavit.index.boundary import boundary_record, corpus_boundary
 from affidavit.index.embed import embed_missing
 from affidavit.index.vectors import make_backend
 from affidavit.ingest_lock import holding_ingest_lock
+from affidavit.metrics import record_derived, record_document
 from affidavit.records import (
     SCHEMA_VERSION,
     Chunk,
@@ -59,6 +63,8 @@ from affidavit.store.base import (
     VersionBundle,
     identity_collision,
 )
+from affidavit.telemetry import configure as configure_telemetry
+from affidavit.telemetry import extract_format, fetched, id_hash, stage, traced
 
 RESOLVER_VERSION = "1"
 NO_MODEL = "none"
@@ -158,7 +164,13 @@ class Ingestor:
         self.tokenizer = Tokenizer(lex.language, lex.stem, lex.stop_words)
         self.epoch = policy_epoch(settings, self.tokenizer, self.tenant)
         self.label_epoch = label_epoch(settings.sensitivity)
+        self.classifier = ModelParagraphClassifier.from_settings(settings.sensitivity.model,
+                                                                 self.policy)
+        self._overrides: dict[str, dict[int, str]] | None = None
+        configure_telemetry(settings.telemetry)
 
+    @traced("ingest.run", lambda s: {"affidavit.run_status": s.status,
+                                     "affidavit.documents": len(s.outcomes)})
     def run(self, sources: Iterable[Transport], *, progress: ProgressCallback | None = None,
             listing: str | None = None, wait_seconds: float = 0.0,
             on_wait: Callable[[str], None] | None = None,
@@ -182,6 +194,7 @@ class Ingestor:
                           progress: ProgressCallback | None, listing: str | None,
                           run_id: str | None = None) -> RunSummary:
         summary = RunSummary(run_id=run_id or "run-" + uuid.uuid4().hex[:16])
+        self._overrides = None  # overrides recorded since the last run are in force now
         self._close_interrupted_runs()
         self.store.start_run(self.tenant, summary.run_id, at=_now(), params_json=canonical_json(
             {"epoch": self.epoch, "pid": os.getpid(), "host": socket.gethostname(),
@@ -192,8 +205,9 @@ class Ingestor:
             for source in sources:
                 # Versions share store transactions, each still all or nothing on its own.
                 with self.store.batched():
-                    for document in source.list_documents():
+                    for document in fetched(source.list_documents()):
                         outcome = self.ingest_one(document, summary.run_id)
+                        record_document(outcome.status)
                         summary.outcomes.append(outcome)
                         seen.append(outcome.node_id or node_id_for(document.source_system,
                                                                    document.source_id))
@@ -221,6 +235,7 @@ class Ingestor:
             else:
                 summary.relabelled.append(outcome.alias)
 
+    @traced("index.vectors")
     def _vectors_and_boundary(self, summary: RunSummary) -> None:
         """Embed new chunks and lock the run's geometric boundary (spec 003 §6.2).
 
@@ -271,6 +286,9 @@ class Ingestor:
         self.store.finish_run(self.tenant, summary.run_id, status=summary.status, at=_now(),
                               summary_json=canonical_json(summary.to_dict()))
 
+    @traced("ingest.document", lambda o: {"affidavit.status": o.status,
+                                          "affidavit.reason_code": o.reason_code or "",
+                                          "affidavit.chunks": o.chunks})
     def ingest_one(self, document: SourceDocument, run_id: str) -> DocumentOutcome:
         identity: _Identity | None = None
         try:
@@ -299,8 +317,13 @@ class Ingestor:
 
     def _identify(self, document: SourceDocument) -> _Identity:
         """Extract the document and settle which node it claims (front matter over sidecar)."""
-        extracted = extract(document.content, filename=document.alias,
-                            limits=self.settings.ingest)
+        # The span names the format and hashed ids: never the path, title or text.
+        with stage(f"extract.{extract_format(document.alias)}", {
+                "affidavit.source_id_hash": id_hash(document.source_id),
+                "affidavit.raw_digest_prefix": sha256_hex(document.content)[:12],
+                "affidavit.bytes": len(document.content)}):
+            extracted = extract(document.content, filename=document.alias,
+                                limits=self.settings.ingest)
         metadata = _merge_metadata(extracted.metadata, document.metadata)
         source_id = metadata.source_id or document.source_id
         return _Identity(extracted, metadata, source_id,
@@ -318,12 +341,20 @@ class Ingestor:
             raise identity_collision(source_id, document.alias)
         acl = self._acl_for(metadata, outcome)
         raw_digest = sha256_hex(document.content)
+        # The classifier model and prompt are part of the witness ("none" when off).
+        model_id, prompt_hash = classifier_identity(self.settings.sensitivity.model,
+                                                    self.policy)
         witness = witness_for(raw_digest, policy_epoch=self.epoch, schema_version=SCHEMA_VERSION,
-                              resolver_version=RESOLVER_VERSION, model_id=NO_MODEL,
-                              prompt_hash=NO_MODEL)
+                              resolver_version=RESOLVER_VERSION, model_id=model_id,
+                              prompt_hash=prompt_hash)
         metadata_json = canonical_json({**metadata.to_dict(), "source_id": source_id,
                                         "acl": list(acl)})
-        fingerprint = stable_hash("fingerprint", raw_digest, metadata_json, witness)
+        if self._overrides is None:  # read once per run: the trail is replayed, not queried
+            self._overrides = all_recorded_overrides(self.store, self.tenant)
+        overrides = self._overrides.get(node_id, {})
+        # A recorded label override changes the labels: the document is derived again.
+        fingerprint = stable_hash("fingerprint", raw_digest, metadata_json, witness,
+                                  *filter(None, [overrides_digest(overrides)]))
         head = self.store.head(self.tenant, node_id)
         if head is not None and head.fingerprint == fingerprint:
             outcome.status = UNCHANGED
@@ -331,9 +362,13 @@ class Ingestor:
         version_id = self._unused_version_id(
             version_id_for(node_id, raw_digest, stable_hash(metadata_json), witness), head)
         bundle = self._bundle(document, extracted, metadata, source_id, node_id, version_id,
-                              acl, raw_digest, witness, metadata_json, fingerprint, run_id)
-        self.store.commit_version(bundle)
+                              acl, raw_digest, witness, metadata_json, fingerprint, run_id,
+                              overrides)
+        with stage("index.commit", {"affidavit.chunks": len(bundle.chunks)}):
+            self.store.commit_version(bundle)
         outcome.chunks = len(bundle.chunks)
+        record_derived(self.store, self.tenant, self.settings, document.alias, extracted.links,
+                       tokens=sum(bundle.chunk_lengths.values()))
         return outcome
 
     def _unused_version_id(self, version_id: str, head: HeadInfo | None) -> str:
@@ -363,10 +398,15 @@ class Ingestor:
     def _bundle(self, document: SourceDocument, extracted: ExtractedDocument,
                 metadata: DocumentMetadata, source_id: str, node_id: str, version_id: str,
                 acl: tuple[str, ...], raw_digest: str, witness: str, metadata_json: str,
-                fingerprint: str, run_id: str) -> VersionBundle:
+                fingerprint: str, run_id: str,
+                overrides: dict[int, str] | None = None) -> VersionBundle:
         declared = metadata.classification.upper() if metadata.classification else None
-        labels = classify_paragraphs(extracted, policy=self.policy, declared=declared,
-                                     path=document.alias)
+        inherit = self.settings.sensitivity.inherit
+        with stage("classify", {"affidavit.paragraphs": len(extracted.paragraphs)}):
+            labels = label_document(extracted, policy=self.policy, declared=declared,
+                                    path=document.alias, inherit=inherit,
+                                    classifier=self.classifier, overrides=overrides)
+        declared = effective_declared(self.policy, declared, inherit, document.alias)
         segments = build_segments(extracted, labels)
         drafts = chunk_document(extracted, segments, settings=self.settings.chunking,
                                 max_chunks=self.settings.ingest.max_chunks_per_document)

@@ -52,6 +52,7 @@ from affidavit.index.snapshot import SQLiteSnapshotSource
 from affidavit.ledger.record import LedgerWriter
 from affidavit.records import AuthzContext, ScoredChunk, canonical_json, stable_hash
 from affidavit.references.citations import NO_CITATIONS, CitationDrafts, citation_drafts
+from affidavit.references.model import Reference
 from affidavit.retrieval import (
     HybridHit,
     HybridRetriever,
@@ -62,9 +63,12 @@ from affidavit.retrieval import (
 )
 from affidavit.retrieval.compliance import EvidenceSubject, score_query
 from affidavit.retrieval.egress import ModelEgress
+from affidavit.retrieval.reference_expansion import expand_hits
 from affidavit.retrieval.scope import check_scope
 from affidavit.store import SQLiteStore
 from affidavit.store.base import TAKE_OVER, Store
+from affidavit.telemetry import AttributeValue, count_answer, id_hash, stage, traced
+from affidavit.telemetry import configure as configure_telemetry
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,8 @@ class SearchHit:
     locator: str
     sire_active: bool
     explain: dict[str, Any] = field(default_factory=dict)
+    # The reference this hit came through (reference_depth > 0), as the caller may see it.
+    via_reference: dict[str, str] | None = None
 
     def to_dict(self, *, operator: bool = False) -> dict[str, Any]:
         """The hit as a caller sees it: its rank and fused (RRF) score, both functions of
@@ -94,6 +100,7 @@ class SearchHit:
             "title": self.title, "text": self.text, "label": self.label, "score": self.score,
             "rank": self.explain.get("fused_rank"), "locator": self.locator,
             "sire_active": self.sire_active, "gates": self.explain.get("gates", {}),
+            "via_reference": self.via_reference,
         }
         return {**view, **self.explain} if operator else view
 
@@ -131,8 +138,9 @@ def _default_provider(settings: Settings) -> LLMProvider:
 def config_version(settings: Settings) -> str:
     data = settings.to_dict()
     data.pop("source_file", None)
-    # How the service listens and authenticates does not change any answer.
+    # How the service listens and authenticates, and where spans go, change no answer.
     data.pop("service", None)
+    data.pop("telemetry", None)
     return stable_hash("config", canonical_json(data))[:16]
 
 
@@ -161,6 +169,7 @@ class Engine:
         self.store = store
         self.settings = settings
         self.tenant = tenant or settings.tenant
+        configure_telemetry(settings.telemetry)
         # Whatever authorizer is given, any failure of it closes the request.
         self.authorizer: Authorizer = FailClosedAuthorizer(
             authorizer or StoreAuthorizer(store, settings))
@@ -178,19 +187,32 @@ class Engine:
         self.egress = ModelEgress.from_settings(settings)
 
     # ------------------------------------------------------------------ search
+    @traced("query.authz_context", lambda c: {
+        "affidavit.principal_hash": id_hash(c.principal),
+        "affidavit.granted_labels": len(c.granted_labels)})
     def authz_context(self, principal: str | None) -> AuthzContext:
         """The caller's context, pinned to this engine's label epoch whatever authorizer
         answered: a chunk labelled under another sensitivity policy is never read."""
         context = self.authorizer.context_for(self.tenant, principal)
         return replace(context, label_epoch=self.label_epoch)
 
-    def search(self, principal: str | None, query: str, *, limit: int | None = None
-               ) -> list[SearchHit]:
-        """Chunks the principal may read, best first. Fails closed without a context."""
+    @traced("query.search", lambda hits: {"affidavit.hits": len(hits)})
+    def search(self, principal: str | None, query: str, *, limit: int | None = None,
+               reference_depth: int = 0) -> list[SearchHit]:
+        """Chunks the principal may read, best first. Fails closed without a context.
+
+        ``reference_depth`` > 0 also searches documents reached through references
+        (:mod:`affidavit.retrieval.reference_expansion`)."""
         authz = self.authz_context(principal)
-        hits = self.retriever.search(authz, query, limit=limit or self.settings.retrieval.top_k)
+        limit = limit or self.settings.retrieval.top_k
+        hits = self.retriever.search(authz, query, limit=limit)
+        via: dict[str, Reference] = {}
+        if reference_depth > 0:
+            hits, _, via = expand_hits(self.store, self.retriever, authz, query, hits,
+                                       depth=reference_depth, limit=limit)
         active = self.store.active_sire(self.tenant, [h.chunk.version_id for h in hits])
-        return [self._hit(h, h.chunk.version_id in active) for h in hits]
+        return [replace(self._hit(h, h.chunk.version_id in active),
+                        via_reference=_via(via.get(h.chunk.chunk_id))) for h in hits]
 
     @staticmethod
     def _hit(scored: HybridHit, sire_active: bool) -> SearchHit:
@@ -202,8 +224,11 @@ class Engine:
                          {**scored.explain(), "gates": gates})
 
     # ------------------------------------------------------------------ ask
+    @traced("query.ask", lambda r: {"affidavit.output_state": r.output_state,
+                                     "affidavit.citations": len(r.citations)})
     def ask(self, principal: str | None, question: str, *, role: str | None = None,
-            request_id: str | None = None, stream_to: TokenSink | None = None) -> AskResult:
+            request_id: str | None = None, stream_to: TokenSink | None = None,
+            reference_depth: int = 0) -> AskResult:
         """A governed, verified, ledgered answer. Every failure closes, and is recorded.
 
         ``request_id`` lets a caller name the request before it ends (the service answers a
@@ -229,6 +254,11 @@ class Engine:
             return self._faq_answer(trace, faq)
         candidates = self.retriever.search(authz, question,
                                            limit=self.settings.retrieval.candidates)
+        if reference_depth > 0:
+            candidates, expansion, _ = expand_hits(
+                self.store, self.retriever, authz, question, candidates,
+                depth=reference_depth, limit=self.settings.retrieval.candidates)
+            trace.record["references"] = expansion.to_dict()
         trace.record["retrieved"] = [
             {"chunk_id": c.chunk.chunk_id, "score": c.score, "label": c.chunk.label}
             for c in candidates]
@@ -291,6 +321,8 @@ class Engine:
         except ProviderError as exc:
             return self._refuse(trace, f"PROVIDER_FAILED: {exc}")
 
+    @traced("query.verify", lambda r: {"affidavit.output_state": r.output_state,
+                                        "affidavit.claims": len(r.claims)})
     def _verify_and_emit(self, trace: _Trace, request: ProviderRequest,
                          response: ProviderResponse, guarded: GuardedProvider,
                          shown: Sequence[ScoredChunk]) -> AskResult:
@@ -400,8 +432,13 @@ class Engine:
                              "reasons": reasons})
         entry = self.ledger.append(self.tenant, trace.request_id, trace.record,
                                    citations=trace.citations)
+        count_answer(state)
         return AskResult(trace.request_id, state, answer, claims, citations, reasons,
                          entry.record_id, entry.record_hash)
+
+
+def _via(reference: Reference | None) -> dict[str, str] | None:
+    return None if reference is None else {"ref_id": reference.ref_id, "kind": reference.kind}
 
 
 def new_request_id() -> str:
@@ -412,15 +449,25 @@ def new_request_id() -> str:
 def _generate(guarded: GuardedProvider, request: ProviderRequest,
               sink: TokenSink | None) -> ProviderResponse:
     """The provider's response; streamed through ``sink`` when one listens."""
-    if sink is None:
-        return guarded.generate(request)
-    deltas: list[str] = []
-    for delta in guarded.stream(request):
-        deltas.append(delta)
-        sink.token(delta)
-    sink.generated()
-    # Streamed deltas are already think-free; no log-probabilities come with them.
-    return ProviderResponse(text="".join(deltas), model_id=guarded.model_id)
+    # The GenAI semantic conventions' "chat {model}" span, inside the stage's own.
+    chat: dict[str, AttributeValue] = {
+        "gen_ai.operation.name": "chat", "gen_ai.provider.name": guarded.name,
+        "gen_ai.request.model": guarded.model_id,
+        "affidavit.evidence": len(request.prompt.evidence)}
+    with stage("query.synthesize"), stage(f"chat {guarded.model_id}", chat) as span:
+        if sink is None:
+            response = guarded.generate(request)
+        else:
+            deltas: list[str] = []
+            for delta in guarded.stream(request):
+                deltas.append(delta)
+                sink.token(delta)
+            sink.generated()
+            # Streamed deltas are already think-free; no log-probabilities come with them.
+            response = ProviderResponse(text="".join(deltas), model_id=guarded.model_id)
+        span.set_attributes({"gen_ai.response.model": response.model_id,
+                             "gen_ai.response.finish_reasons": (response.finish_reason,)})
+        return response
 
 
 @dataclass

@@ -17,6 +17,7 @@ from affidavit.identity.sire_labels import sire_dict_shown_to
 from affidavit.records import AuthzContext, canonical_json
 from affidavit.references.citations import NO_CITATIONS, CitationDrafts
 from affidavit.store.base import ChunkRecord, LedgerEntry, Store
+from affidavit.telemetry import traced
 
 RECORD_SCHEMA = "affidavit.ledger/1"
 WITHHELD = "[withheld: you may not read this evidence]"
@@ -29,6 +30,7 @@ class LedgerWriter:
         self.store = store
         self._settings_recorded: dict[str, str] = {}
 
+    @traced("ledger.append", lambda entry: {"affidavit.ledger_seq": entry.seq})
     def append(self, tenant: str, request_id: str, record: dict[str, Any], *,
                citations: CitationDrafts = NO_CITATIONS) -> LedgerEntry:
         """Persist ``record``; its ``citations`` become Citation references in the same

@@ -29,6 +29,7 @@ from affidavit.retrieval.fusion import rrf_fuse
 from affidavit.retrieval.lexical import LexicalRetriever
 from affidavit.retrieval.rewrite import GlossaryQueryRewriter
 from affidavit.store.base import LexicalHit, Store, VectorHit
+from affidavit.telemetry import AttributeValue, stage
 
 
 @dataclass(frozen=True)
@@ -154,8 +155,18 @@ class HybridRetriever:
         if authz is None:
             raise AuthorizationError("no authorization context: retrieval refused")
         queries = tuple(self.rewriter.rewrite(query))
-        lexical = tuple(tuple(self.lexical_hits(authz, q, limit=depth)) for q in queries)
-        vector = tuple(tuple(r) for r in self.vector_hits(authz, queries, limit=depth))
+        # A retrieval span per channel (GenAI semantic conventions); counts, never terms.
+        about: dict[str, AttributeValue] = {
+            "gen_ai.operation.name": "retrieval", "gen_ai.retrieval.top_k": depth,
+            "affidavit.queries": len(queries)}
+        with stage("query.retrieve.lexical", about) as span:
+            lexical = tuple(tuple(self.lexical_hits(authz, q, limit=depth)) for q in queries)
+            span.set_attribute("affidavit.hits", sum(len(h) for h in lexical))
+        vector: tuple[tuple[VectorHit, ...], ...] = ()
+        if self.backend is not None:
+            with stage("query.retrieve.vector", about) as span:
+                vector = tuple(tuple(r) for r in self.vector_hits(authz, queries, limit=depth))
+                span.set_attribute("affidavit.hits", sum(len(h) for h in vector))
         return ChannelRankings(queries, lexical, vector)
 
     # ------------------------------------------------------------------ search

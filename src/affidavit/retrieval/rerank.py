@@ -28,6 +28,7 @@ from affidavit.answer.template import load_template
 from affidavit.errors import GovernanceError, ProviderError
 from affidavit.records import Chunk, sha256_hex, stable_hash
 from affidavit.retrieval.gates import is_restricted
+from affidavit.telemetry import traced
 
 DEFAULT_TOP_N = 10
 MAX_PASSAGE_CHARS = 1200
@@ -140,6 +141,7 @@ def _as_permutation(order: Sequence[int], n: int) -> list[int] | None:
 # --------------------------------------------------------------------------- rerank
 
 
+@traced("query.rerank", lambda r: {"affidavit.reranked": len(r.ordered)})
 def rerank(query: str, candidates: Sequence[C], judge: ListwiseJudge | None, *,
            top_n: int = DEFAULT_TOP_N) -> RerankResult[C]:
     """Rerank the first ``top_n`` candidates; RESTRICTED held in place. Never raises."""

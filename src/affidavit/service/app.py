@@ -8,9 +8,11 @@ with ``Depends(caller_for("permission"))``; they never read a principal from a b
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from starlette.types import ASGIApp
@@ -19,26 +21,31 @@ from affidavit import __version__
 from affidavit import config as config_module
 from affidavit.config import Settings
 from affidavit.errors import LimitExceeded
+from affidavit.logs import configure_json_logs
 from affidavit.service import (
     admin_routes,
     console,
     document_routes,
     ingest_routes,
     ledger_routes,
+    metrics_routes,
     query_routes,
     refs_routes,
     stream_routes,
 )
 from affidavit.service.limits import BodySizeLimit
+from affidavit.service.observability import RequestObservability
 from affidavit.service.problems import install_problem_handlers, problem_for
 from affidavit.service.state import ServiceState
 from affidavit.store import open_store
 from affidavit.store.base import Store
+from affidavit.telemetry import configure as configure_telemetry
+from affidavit.telemetry import flush as flush_telemetry
 
 ROUTERS: tuple[APIRouter, ...] = (query_routes.router, stream_routes.router,
                                   ledger_routes.router, document_routes.router,
                                   ingest_routes.router, admin_routes.router,
-                                  refs_routes.router, console.router)
+                                  refs_routes.router, console.router, metrics_routes.router)
 
 DESCRIPTION = """A governed retrieval-augmented generation engine over HTTP.
 
@@ -56,10 +63,11 @@ def create_app(settings: Settings, store_opener: Callable[[], Store], *,
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         state.close()
+        flush_telemetry()  # what the last requests traced, before the process ends
 
     app = FastAPI(title="Affidavit", version=__version__, description=DESCRIPTION,
                   lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url="/v1/openapi.json")
+                  openapi_url="/v1/openapi.json", **_own_telemetry_only())
     app.state.affidavit = state
     install_problem_handlers(app)
 
@@ -68,9 +76,23 @@ def create_app(settings: Settings, store_opener: Callable[[], Store], *,
 
     app.add_middleware(BodySizeLimit, max_bytes=settings.service.max_body_bytes,
                        refuse=refuse)
+    # Outermost: every request, refused ones included, has a span and an access log line.
+    configure_telemetry(settings.telemetry)
+    configure_json_logs()
+    app.add_middleware(RequestObservability)
     for router in (*ROUTERS, *routers):
         app.include_router(router)
     return app
+
+
+def _own_telemetry_only() -> dict[str, Any]:
+    """Turn off FastAPI's built-in spans, metrics and logs (versions that have them): they
+    record full URLs, client addresses and user agents; the service's own middleware
+    (affidavit.service.observability) records only what the attribute policy allows."""
+    if "telemetry" not in inspect.signature(FastAPI.__init__).parameters:
+        return {}
+    return {"telemetry": {"tracing": False, "metrics": False, "logs": False,
+                          "operation_spans": False}}
 
 
 def store_opener_for(settings: Settings, base: Path) -> Callable[[], Store]:

@@ -9,6 +9,7 @@ but keeps running to its end, so its ledger record is still written.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,7 @@ from affidavit.service.auth import (
 )
 from affidavit.service.limits import RateLimiter
 from affidavit.store.base import Store
+from affidavit.telemetry import id_hash
 
 T = TypeVar("T")
 
@@ -81,7 +83,9 @@ class ServiceState:
             with credential_scope(credential):
                 return work(self.engine_for(credential.tenant))
 
-        return asyncio.get_running_loop().run_in_executor(self.executor, run)
+        # The request's context (its trace span above all) goes with the work to the thread.
+        context = contextvars.copy_context()
+        return asyncio.get_running_loop().run_in_executor(self.executor, context.run, run)
 
     async def call(self, credential: Credential, work: Callable[[Engine], T]) -> T:
         """:meth:`submit`, awaited up to the deadline (LimitExceeded after it)."""
@@ -121,6 +125,8 @@ def caller_for(permission: str) -> Callable[..., Credential]:
         credential = state.authenticator.authenticate(request.headers, host)
         require_permission(credential, permission)
         state.limiter.check(credential.limit_key)
+        # For the access log line (affidavit.service.observability): a hash, never the name.
+        request.state.principal_hash = id_hash(credential.principal)
         return credential
 
     return dependency

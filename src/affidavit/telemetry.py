@@ -1,0 +1,147 @@
+"""OpenTelemetry spans and metrics, named after the pipeline's stages (spec 001).
+
+Only the OpenTelemetry *API* is a default dependency: until :func:`configure` installs an
+exporter, every span and instrument is the API's no-op and nothing leaves the process. The
+SDK and the OTLP exporter come with the ``telemetry`` extra.
+
+What may be an attribute: stage names, counts, durations, labels, output states, model ids,
+and identifiers hashed with :func:`id_hash` (``affidavit.source_id_hash``,
+``affidavit.raw_digest_prefix``, ``affidavit.principal_hash``). Never a document's text, a
+query, a title, a path or a principal's name: spans and metrics travel to systems outside
+the permission model (DESIGN.md, "What a chunk means for the promises").
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, ParamSpec, TypeVar
+
+from opentelemetry import metrics, trace
+
+from affidavit.config import TelemetrySettings
+from affidavit.errors import ConfigurationError
+from affidavit.metrics import record_answer, record_stage
+
+EXPORTERS = ("none", "otlp", "console")
+__all__ = ["EXPORTERS", "AttributeValue", "TelemetrySettings", "configure", "count_answer",
+           "extract_format", "fetched", "flush", "id_hash", "meter", "set_attributes", "stage",
+           "traced", "tracer"]
+_SCOPE = "affidavit"
+_lock = threading.Lock()
+_installed: dict[str, Any] = {}
+
+AttributeValue = str | bool | int | float | Sequence[str]
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def id_hash(value: str) -> str:
+    """A stable, non-reversible stand-in for a high-cardinality identifier."""
+    return hashlib.sha256(("affidavit-telemetry:" + value).encode("utf-8")).hexdigest()[:16]
+
+
+def tracer() -> trace.Tracer:
+    return trace.get_tracer(_SCOPE)
+
+
+def meter() -> metrics.Meter:
+    return metrics.get_meter(_SCOPE)
+
+
+@contextmanager
+def stage(name: str, attributes: Mapping[str, AttributeValue] | None = None,
+          ) -> Iterator[trace.Span]:
+    """One span of a pipeline stage, and its duration in the ``affidavit.stage.duration``
+    histogram; an exception marks the span failed and propagates."""
+    started = time.perf_counter()
+    try:
+        with tracer().start_as_current_span(name, attributes=dict(attributes or {})) as span:
+            yield span
+    finally:
+        record_stage(name, time.perf_counter() - started)
+
+
+def traced(name: str, result_attributes: Callable[[Any], Mapping[str, AttributeValue]]
+           | None = None) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Run the decorated function inside :func:`stage` ``name``; ``result_attributes``
+    adds attributes drawn from its result (counts, states: never text)."""
+    def wrap(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def inner(*args: P.args, **kwargs: P.kwargs) -> R:
+            with stage(name) as span:
+                result = fn(*args, **kwargs)
+                if result_attributes is not None:
+                    span.set_attributes(dict(result_attributes(result)))
+                return result
+        return inner
+    return wrap
+
+
+def fetched(documents: Iterable[R]) -> Iterator[R]:
+    """``documents`` as they come, each one's fetch from its source in an ``ingest.fetch``
+    span (sources fetch lazily, as they are iterated)."""
+    iterator = iter(documents)
+    while True:
+        with stage("ingest.fetch"):
+            try:
+                item = next(iterator)
+            except StopIteration:
+                return
+        yield item
+
+
+def extract_format(filename: str) -> str:
+    """The format part of an ``extract.*`` span name: the suffix, lowercased, if it is a
+    short word (a file name is derived text; only a known kind of suffix is named)."""
+    suffix = filename.rpartition(".")[2].lower() if "." in filename else ""
+    return suffix if suffix.isalnum() and len(suffix) <= 5 else "other"
+
+
+def set_attributes(attributes: Mapping[str, AttributeValue]) -> None:
+    """Add attributes to the current span (a no-op outside one)."""
+    trace.get_current_span().set_attributes(dict(attributes))
+
+
+def count_answer(output_state: str) -> None:
+    """One answer with this output state, for ``affidavit.answers``."""
+    record_answer(output_state)
+
+
+def configure(settings: TelemetrySettings) -> bool:
+    """Install the exporter ``settings`` name, once per process; True when one is active.
+
+    ``none`` installs nothing. Configuring again with other settings keeps the first:
+    OpenTelemetry's global providers can be set only once."""
+    if settings.exporter not in EXPORTERS:
+        raise ConfigurationError(f"must be one of {', '.join(EXPORTERS)}",
+                                 key="telemetry.exporter")
+    if not 0.0 <= settings.sample_ratio <= 1.0:
+        raise ConfigurationError("must be between 0 and 1", key="telemetry.sample_ratio")
+    if settings.exporter == "none":
+        return bool(_installed)
+    with _lock:
+        if not _installed:
+            _installed.update(_install(settings))
+    return True
+
+
+def _install(settings: TelemetrySettings) -> dict[str, Any]:
+    try:
+        from affidavit.telemetry_sdk import install
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"exporter {settings.exporter!r} needs the 'telemetry' extra: "
+            "pip install 'affidavit[telemetry]'", key="telemetry.exporter") from exc
+    return install(settings)
+
+
+def flush(timeout_millis: int = 10_000) -> None:
+    """Export what is buffered now (tests, and a CLI command before it exits)."""
+    for provider in (_installed.get("tracer_provider"), _installed.get("meter_provider")):
+        if provider is not None:
+            provider.force_flush(timeout_millis)
