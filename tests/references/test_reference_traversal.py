@@ -3,6 +3,7 @@ document or reference the caller may not read; kind salience moves ranking."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from affidavit.config import Settings
@@ -136,3 +137,33 @@ def test_supersedes_lowers_the_superseded_document(tmp_path: Path) -> None:
     assert [h.doc_id for h in ranked][:2] == [new, old]
     score = {h.doc_id: h.score for h in ranked}
     assert score[new] > score[old]
+
+
+def test_service_search_follows_references_only_for_readers_of_both_ends(
+        tmp_path: Path) -> None:
+    from affidavit.service import issue_key
+    from tests.service.conftest import running_service
+
+    root = tmp_path / "corpus"
+    _guarded_corpus(root)
+    db = tmp_path / "svc.db"
+    store = SQLiteStore(db)
+    try:
+        ingest(store, root)
+        _link(store, 1, node_of(store, "harbour.md"), node_of(store, "budget.md"),
+              label="FINANCIAL")
+        keys = {p: issue_key(store, "default", p).key for p in (PLAIN_READER, FINANCE_READER)}
+    finally:
+        store.close()
+    body = {"query": "harbour pilot", "limit": 3, "reference_depth": 1}
+    with running_service(Settings(), lambda: SQLiteStore(db)) as service:
+        seen = {}
+        for principal, key in keys.items():
+            with service.client(key) as client:
+                response = client.post("/v1/search", json=body)
+                assert response.status_code == 200, response.text
+                seen[principal] = response.json()["hits"]
+    assert [h["via_reference"] for h in seen[PLAIN_READER]] == [None] * len(seen[PLAIN_READER])
+    assert "88000" not in json.dumps(seen[PLAIN_READER])
+    assert [h["via_reference"]["kind"] for h in seen[FINANCE_READER]
+            if h["via_reference"]] == ["CrossReference"]
