@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from affidavit.classify.policy import SensitivityPolicy
 from affidavit.config import SensitivitySettings
-from affidavit.records import stable_hash
+from affidavit.records import canonical_json, stable_hash
 
 LABEL_RULES_VERSION = "1"
 """Bump when the classifier's code changes what label a paragraph gets for one policy
@@ -22,4 +22,14 @@ LABEL_RULES_VERSION = "1"
 def label_epoch(settings: SensitivitySettings) -> str:
     """A short, stable id of the labelling rules in force under ``settings``."""
     policy = SensitivityPolicy.from_settings(settings)
-    return stable_hash("label-epoch", LABEL_RULES_VERSION, policy.fingerprint)[:16]
+    # The classifier model and its prompt, and the inherited labels, decide labels too:
+    # changing any of them requalifies every chunk. Left out when unused, so a deployment
+    # without them keeps its epoch.
+    parts = [LABEL_RULES_VERSION, policy.fingerprint]
+    if settings.model.enabled:
+        from affidavit.classify.model import classifier_identity
+
+        parts.extend(("model", *classifier_identity(settings.model, policy)))
+    if settings.inherit:
+        parts.extend(("inherit", canonical_json(dict(sorted(settings.inherit.items())))))
+    return stable_hash("label-epoch", *parts)[:16]
