@@ -210,7 +210,10 @@ class Phase:
                                   f"{principal} cited {citation['chunk_id']}")
                 self.markers_allowed(tenant, principal, json.dumps(citation), "ask_citation")
             texts = [result.answer, *(str(c["text"]) for c in result.claims)]
-            self.markers_allowed(tenant, principal, "\n".join(texts), "ask_excerpt")
+            # A refusal may name the asker's own words back (what it did not find); an
+            # answer built from evidence is held to every marker, typed or not.
+            echoed = question if not result.citations else ""
+            self.markers_allowed(tenant, principal, "\n".join(texts), "ask_excerpt", echoed)
             for request in provider.requests[sent:]:
                 self.check_provider_request(tenant, principal, request.prompt, question)
             self.records.append((tenant, principal, result.ledger_record_id, question))
