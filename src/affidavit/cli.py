@@ -18,6 +18,7 @@ from typing import Any
 
 from affidavit.cli_audit import add_audit_commands
 from affidavit.cli_bulk import add_quarantine_release, add_sire_filters
+from affidavit.cli_canary import add_canary_commands
 from affidavit.cli_commands import (
     Context,
     cmd_ask,
@@ -38,6 +39,7 @@ from affidavit.cli_init import cmd_init
 from affidavit.cli_labels import add_labels_commands
 from affidavit.cli_ledger import cmd_ledger_checkpoint, cmd_ledger_keygen, cmd_ledger_verify
 from affidavit.cli_refs import add_refs_commands
+from affidavit.cli_requalify import add_requalify_command
 from affidavit.cli_service import add_service_commands
 from affidavit.cli_verify import add_verify_claims_command
 from affidavit.errors import AffidavitError
@@ -151,11 +153,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ledger(sub, common, reader, as_json)
     _add_authz(sub, common, as_json)
     add_audit_commands(sub, common, as_json)
+    add_canary_commands(sub, common, as_json)
     add_refs_commands(sub, common, reader, as_json)
     add_labels_commands(sub, common, as_json)
     add_whoami_command(sub, common, as_json)
     _add_sire(sub, common, as_json)
     add_identity_commands(sub, common, as_json)
+    add_requalify_command(sub, common, as_json)
     add_service_commands(sub, common, as_json)
     add_verify_claims_command(sub, common)
 
