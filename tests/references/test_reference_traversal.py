@@ -167,3 +167,28 @@ def test_service_search_follows_references_only_for_readers_of_both_ends(
     assert "88000" not in json.dumps(seen[PLAIN_READER])
     assert [h["via_reference"]["kind"] for h in seen[FINANCE_READER]
             if h["via_reference"]] == ["CrossReference"]
+
+
+def test_ledger_record_names_reached_documents_only_to_the_asker(tmp_path: Path) -> None:
+    from affidavit.ledger.record import redact_for
+
+    root = tmp_path / "corpus"
+    _guarded_corpus(root)
+    store = SQLiteStore(tmp_path / "ledger.db")
+    try:
+        ingest(store, root)
+        engine = Engine(store, Settings())
+        budget = node_of(store, "budget.md")
+        _link(store, 1, node_of(store, "harbour.md"), budget, label="FINANCIAL")
+        result = engine.ask(FINANCE_READER, "harbour duties rota", reference_depth=1)
+        entry = store.get_ledger("default", result.ledger_record_id)
+        assert entry is not None
+        own = redact_for(entry, engine.authz_context(FINANCE_READER), store)
+        store.grant("default", "user:fred", ["FINANCIAL", "INTERNAL"], at=NOW)
+        # Fred may read every piece of evidence, but is not the asker.
+        other = redact_for(entry, engine.authz_context("user:fred"), store)
+    finally:
+        store.close()
+    assert budget in own["record"]["references"]["reached"]
+    assert "withheld_evidence" not in other["record"]
+    assert "references" not in other["record"]

@@ -119,6 +119,9 @@ def redact_for(entry: LedgerEntry, authz: AuthzContext, store: Store) -> dict[st
         record["compliance"] = WITHHELD
     if record.get("principal") != authz.principal:
         record.pop("authz", None)
+        # The documents a reference traversal reached were the asker's to read, not
+        # necessarily this reader's: their ids stay with the asker.
+        record.pop("references", None)
     return {"seq": entry.seq, "record_hash": entry.record_hash, "prev_hash": entry.prev_hash,
             "record": record}
 
