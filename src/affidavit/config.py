@@ -23,6 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from affidavit.config_service import (
+    OidcSettings as OidcSettings,
+)
+from affidavit.config_service import (
+    ProxyIdentitySettings as ProxyIdentitySettings,
+)
+from affidavit.config_service import (
+    ServiceSettings as ServiceSettings,
+)
+from affidavit.config_service import (
+    TelemetrySettings as TelemetrySettings,
+)
 from affidavit.errors import ConfigurationError
 
 DEFAULT_LABELS = (
@@ -263,65 +275,6 @@ class AnswerSettings:
 
 
 @dataclass(frozen=True)
-class OidcSettings:
-    """OIDC bearer tokens (JWTs); off while ``issuer`` is empty."""
-
-    issuer: str = ""
-    audience: str = ""
-    # the issuer's signing keys: a JWKS file, or an https URL fetched and cached
-    jwks_file: str = ""
-    jwks_url: str = ""
-    jwks_cache_seconds: int = 300
-    algorithms: tuple[str, ...] = ("RS256", "ES256")
-    leeway_seconds: int = 30
-    # claim holding group names (each becomes group:NAME#member for that request)
-    groups_claim: str = "groups"
-    # claim holding the tenant; empty: every token belongs to the home tenant
-    tenant_claim: str = ""
-    # claim holding the service role; empty or absent: default_role
-    role_claim: str = ""
-    default_role: str = "reader"
-
-
-@dataclass(frozen=True)
-class ProxyIdentitySettings:
-    """An identity header set by a reverse proxy; off while ``header`` is empty."""
-
-    header: str = ""
-    tenant_header: str = ""
-    # only requests from these addresses may carry the header
-    trusted_proxies: tuple[str, ...] = ()
-    role: str = "reader"
-
-
-@dataclass(frozen=True)
-class ServiceSettings:
-    """The HTTP service: its limits and how callers authenticate."""
-
-    max_body_bytes: int = 1_048_576
-    max_query_chars: int = 2_000
-    rate_limit_per_minute: int = 120
-    deadline_seconds: float = 120.0
-    heartbeat_seconds: float = 10.0
-    oidc: OidcSettings = field(default_factory=OidcSettings)
-    proxy: ProxyIdentitySettings = field(default_factory=ProxyIdentitySettings)
-
-
-@dataclass(frozen=True)
-class TelemetrySettings:
-    """``[telemetry]``: where spans and metrics go (affidavit.telemetry); ``none`` sends
-    nothing anywhere."""
-
-    exporter: str = "none"
-    # OTLP over HTTP/protobuf: the collector's base URL (".../v1/traces" is appended)
-    endpoint: str = "http://127.0.0.1:4318"
-    # the share of new traces kept; a request that arrives sampled stays sampled
-    sample_ratio: float = 1.0
-    # seconds between metric exports
-    metric_interval: float = 60.0
-
-
-@dataclass(frozen=True)
 class Settings:
     """Every setting Affidavit reads. Immutable; build a changed copy with :meth:`replace`."""
 
@@ -416,7 +369,7 @@ def load(
 
     built: Settings = _build(Settings, data, "", source or "defaults")
     settings = built.replace(source_file=source)
-    _validate(settings)
+    _validated(settings)
     return settings
 
 
@@ -537,95 +490,9 @@ def _string_list(value: Any, key: str, source: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _validate(settings: Settings) -> None:
-    source = settings.source_file or "defaults"
-    labels = settings.sensitivity.labels
-    if len(set(labels)) != len(labels) or not labels:
-        raise ConfigurationError("labels must be unique and non-empty", key="sensitivity.labels",
-                                 source=source)
-    for required in (PUBLIC, RESTRICTED):
-        if required not in labels:
-            raise ConfigurationError(f"the label set must contain {required}",
-                                     key="sensitivity.labels", source=source)
-    if settings.sensitivity.default_level not in labels:
-        raise ConfigurationError("is not one of the configured labels",
-                                 key="sensitivity.default_level", source=source)
-    for label in settings.sensitivity.keywords:
-        if label not in labels:
-            raise ConfigurationError("names an unknown label",
-                                     key=f"sensitivity.keywords.{label}", source=source)
-    for name, label in settings.sensitivity.detectors.items():
-        if label not in labels:
-            raise ConfigurationError("names an unknown label",
-                                     key=f"sensitivity.detectors.{name}", source=source)
-    for pattern, label in settings.sensitivity.inherit.items():
-        if label not in labels:
-            raise ConfigurationError("names an unknown label",
-                                     key=f"sensitivity.inherit.{pattern}", source=source)
-    _validate_tenant_policies(settings, source)
-    _validate_egress(settings, source)
-    ingest = settings.ingest
-    if (ingest.max_expansion_ratio < 1 or ingest.expansion_floor_chars < 0
-            or ingest.max_rendered_chars < ingest.expansion_floor_chars
-            or ingest.max_chunks_per_document < 1):
-        raise ConfigurationError("need max_expansion_ratio >= 1, 0 <= expansion_floor_chars "
-                                 "<= max_rendered_chars and max_chunks_per_document >= 1",
-                                 key="ingest", source=source)
-    c = settings.chunking
-    if (c.max_chars <= 0 or c.overlap_chars < 0 or c.overlap_chars >= c.max_chars
-            or not 0 <= c.min_chars <= c.max_chars):
-        raise ConfigurationError(
-            "need max_chars > 0, 0 <= overlap_chars < max_chars, 0 <= min_chars <= max_chars",
-                                 key="chunking", source=source)
-    if settings.vectors.backend not in ("none", "hash", "minilm", "openai"):
-        raise ConfigurationError("must be one of none, hash, minilm, openai",
-                                 key="vectors.backend", source=source)
-    if settings.vectors.compute not in ("ingest", "lazy"):
-        raise ConfigurationError("must be 'ingest' or 'lazy'", key="vectors.compute",
-                                 source=source)
-    if settings.answer.provider not in ("extractive", "openai"):
-        raise ConfigurationError("must be 'extractive' or 'openai'", key="answer.provider",
-                                 source=source)
-    if settings.answer.role not in ("authoritative", "advisory"):
-        raise ConfigurationError("must be 'authoritative' or 'advisory'", key="answer.role",
-                                 source=source)
-    if not settings.tenant or not settings.tenant.replace("-", "").replace("_", "").isalnum():
-        raise ConfigurationError("must be letters, digits, '-' or '_'", key="tenant",
-                                 source=source)
+def _validated(settings: Settings) -> None:
+    # The rules live beside the sections they check; imported here because they need
+    # this module's label constants.
+    from affidavit.config_validate import validate
 
-
-def _validate_tenant_policies(settings: Settings, source: str) -> None:
-    labels = settings.sensitivity.labels
-    policies = [("", settings.grants)]
-    policies += [(f"tenants.{t}.", p.grants) for t, p in sorted(settings.tenants.items())]
-    for prefix, grants in policies:
-        for subject, granted in grants.items():
-            for label in granted:
-                if label not in labels:
-                    raise ConfigurationError(f"grants unknown label {label!r}",
-                                             key=f"{prefix}grants.{subject}", source=source)
-    for tenant in settings.tenants:
-        if not tenant or not tenant.replace("-", "").replace("_", "").isalnum():
-            raise ConfigurationError("a tenant id must be letters, digits, '-' or '_'",
-                                     key=f"tenants.{tenant}", source=source)
-    top_level = settings.acl.default or settings.authz.tuples or settings.grants
-    if settings.tenant in settings.tenants and top_level:
-        # Two policies for one tenant: which one counts would be a guess.
-        raise ConfigurationError(
-            "the home tenant has a [tenants] section and top-level acl/authz/grants; "
-            "keep one", key=f"tenants.{settings.tenant}", source=source)
-
-
-def _validate_egress(settings: Settings, source: str) -> None:
-    labels = settings.sensitivity.labels
-    for name in ("answer_labels", "embedding_labels"):
-        declared: tuple[str, ...] = getattr(settings.egress, name)
-        if RESTRICTED in declared:
-            raise ConfigurationError("RESTRICTED text may never be sent to a model",
-                                     key=f"egress.{name}", source=source)
-        # The built-in default may name labels a deployment dropped; those simply match
-        # nothing. A declared list must name configured labels only.
-        for label in declared if declared != _MODEL_LABELS else ():
-            if label not in labels:
-                raise ConfigurationError(f"names unknown label {label!r}",
-                                         key=f"egress.{name}", source=source)
+    validate(settings)

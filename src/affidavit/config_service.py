@@ -1,0 +1,66 @@
+"""Settings of the HTTP service and of telemetry: ``[service]`` (with ``[service.oidc]`` and
+``[service.proxy]``) and ``[telemetry]``. Part of :mod:`affidavit.config`, which re-exports
+them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class OidcSettings:
+    """OIDC bearer tokens (JWTs); off while ``issuer`` is empty."""
+
+    issuer: str = ""
+    audience: str = ""
+    # the issuer's signing keys: a JWKS file, or an https URL fetched and cached
+    jwks_file: str = ""
+    jwks_url: str = ""
+    jwks_cache_seconds: int = 300
+    algorithms: tuple[str, ...] = ("RS256", "ES256")
+    leeway_seconds: int = 30
+    # claim holding group names (each becomes group:NAME#member for that request)
+    groups_claim: str = "groups"
+    # claim holding the tenant; empty: every token belongs to the home tenant
+    tenant_claim: str = ""
+    # claim holding the service role; empty or absent: default_role
+    role_claim: str = ""
+    default_role: str = "reader"
+
+
+@dataclass(frozen=True)
+class ProxyIdentitySettings:
+    """An identity header set by a reverse proxy; off while ``header`` is empty."""
+
+    header: str = ""
+    tenant_header: str = ""
+    # only requests from these addresses may carry the header
+    trusted_proxies: tuple[str, ...] = ()
+    role: str = "reader"
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """The HTTP service: its limits and how callers authenticate."""
+
+    max_body_bytes: int = 1_048_576
+    max_query_chars: int = 2_000
+    rate_limit_per_minute: int = 120
+    deadline_seconds: float = 120.0
+    heartbeat_seconds: float = 10.0
+    oidc: OidcSettings = field(default_factory=OidcSettings)
+    proxy: ProxyIdentitySettings = field(default_factory=ProxyIdentitySettings)
+
+
+@dataclass(frozen=True)
+class TelemetrySettings:
+    """``[telemetry]``: where spans and metrics go (affidavit.telemetry); ``none`` sends
+    nothing anywhere."""
+
+    exporter: str = "none"
+    # OTLP over HTTP/protobuf: the collector's base URL (".../v1/traces" is appended)
+    endpoint: str = "http://127.0.0.1:4318"
+    # the share of new traces kept; a request that arrives sampled stays sampled
+    sample_ratio: float = 1.0
+    # seconds between metric exports
+    metric_interval: float = 60.0

@@ -1,0 +1,105 @@
+"""The cross-field rules a loaded :class:`~affidavit.config.Settings` must satisfy.
+
+Every broken rule raises :class:`~affidavit.errors.ConfigurationError` naming the key and
+the file it came from.
+"""
+
+from __future__ import annotations
+
+from affidavit.config import _MODEL_LABELS, PUBLIC, RESTRICTED, Settings
+from affidavit.errors import ConfigurationError
+
+
+def validate(settings: Settings) -> None:
+    """Raise on the first rule ``settings`` breaks."""
+    source = settings.source_file or "defaults"
+    labels = settings.sensitivity.labels
+    if len(set(labels)) != len(labels) or not labels:
+        raise ConfigurationError("labels must be unique and non-empty", key="sensitivity.labels",
+                                 source=source)
+    for required in (PUBLIC, RESTRICTED):
+        if required not in labels:
+            raise ConfigurationError(f"the label set must contain {required}",
+                                     key="sensitivity.labels", source=source)
+    if settings.sensitivity.default_level not in labels:
+        raise ConfigurationError("is not one of the configured labels",
+                                 key="sensitivity.default_level", source=source)
+    for label in settings.sensitivity.keywords:
+        if label not in labels:
+            raise ConfigurationError("names an unknown label",
+                                     key=f"sensitivity.keywords.{label}", source=source)
+    for name, label in settings.sensitivity.detectors.items():
+        if label not in labels:
+            raise ConfigurationError("names an unknown label",
+                                     key=f"sensitivity.detectors.{name}", source=source)
+    for pattern, label in settings.sensitivity.inherit.items():
+        if label not in labels:
+            raise ConfigurationError("names an unknown label",
+                                     key=f"sensitivity.inherit.{pattern}", source=source)
+    _validate_tenant_policies(settings, source)
+    _validate_egress(settings, source)
+    ingest = settings.ingest
+    if (ingest.max_expansion_ratio < 1 or ingest.expansion_floor_chars < 0
+            or ingest.max_rendered_chars < ingest.expansion_floor_chars
+            or ingest.max_chunks_per_document < 1):
+        raise ConfigurationError("need max_expansion_ratio >= 1, 0 <= expansion_floor_chars "
+                                 "<= max_rendered_chars and max_chunks_per_document >= 1",
+                                 key="ingest", source=source)
+    c = settings.chunking
+    if (c.max_chars <= 0 or c.overlap_chars < 0 or c.overlap_chars >= c.max_chars
+            or not 0 <= c.min_chars <= c.max_chars):
+        raise ConfigurationError(
+            "need max_chars > 0, 0 <= overlap_chars < max_chars, 0 <= min_chars <= max_chars",
+                                 key="chunking", source=source)
+    if settings.vectors.backend not in ("none", "hash", "minilm", "openai"):
+        raise ConfigurationError("must be one of none, hash, minilm, openai",
+                                 key="vectors.backend", source=source)
+    if settings.vectors.compute not in ("ingest", "lazy"):
+        raise ConfigurationError("must be 'ingest' or 'lazy'", key="vectors.compute",
+                                 source=source)
+    if settings.answer.provider not in ("extractive", "openai"):
+        raise ConfigurationError("must be 'extractive' or 'openai'", key="answer.provider",
+                                 source=source)
+    if settings.answer.role not in ("authoritative", "advisory"):
+        raise ConfigurationError("must be 'authoritative' or 'advisory'", key="answer.role",
+                                 source=source)
+    if not settings.tenant or not settings.tenant.replace("-", "").replace("_", "").isalnum():
+        raise ConfigurationError("must be letters, digits, '-' or '_'", key="tenant",
+                                 source=source)
+
+
+def _validate_tenant_policies(settings: Settings, source: str) -> None:
+    labels = settings.sensitivity.labels
+    policies = [("", settings.grants)]
+    policies += [(f"tenants.{t}.", p.grants) for t, p in sorted(settings.tenants.items())]
+    for prefix, grants in policies:
+        for subject, granted in grants.items():
+            for label in granted:
+                if label not in labels:
+                    raise ConfigurationError(f"grants unknown label {label!r}",
+                                             key=f"{prefix}grants.{subject}", source=source)
+    for tenant in settings.tenants:
+        if not tenant or not tenant.replace("-", "").replace("_", "").isalnum():
+            raise ConfigurationError("a tenant id must be letters, digits, '-' or '_'",
+                                     key=f"tenants.{tenant}", source=source)
+    top_level = settings.acl.default or settings.authz.tuples or settings.grants
+    if settings.tenant in settings.tenants and top_level:
+        # Two policies for one tenant: which one counts would be a guess.
+        raise ConfigurationError(
+            "the home tenant has a [tenants] section and top-level acl/authz/grants; "
+            "keep one", key=f"tenants.{settings.tenant}", source=source)
+
+
+def _validate_egress(settings: Settings, source: str) -> None:
+    labels = settings.sensitivity.labels
+    for name in ("answer_labels", "embedding_labels"):
+        declared: tuple[str, ...] = getattr(settings.egress, name)
+        if RESTRICTED in declared:
+            raise ConfigurationError("RESTRICTED text may never be sent to a model",
+                                     key=f"egress.{name}", source=source)
+        # The built-in default may name labels a deployment dropped; those simply match
+        # nothing. A declared list must name configured labels only.
+        for label in declared if declared != _MODEL_LABELS else ():
+            if label not in labels:
+                raise ConfigurationError(f"names unknown label {label!r}",
+                                         key=f"egress.{name}", source=source)
