@@ -85,7 +85,7 @@ class StoreAuthorizer:
         self.settings = settings
         # (tenant, principal) -> (policy generation it was expanded under, context). The
         # settings' own tuples and grants are fixed for this authorizer's life.
-        self._contexts: dict[tuple[str, str], tuple[int, AuthzContext]] = {}
+        self._contexts: dict[tuple[str, ...], tuple[int, AuthzContext]] = {}
 
     def config_tuples(self, tenant: str | None = None) -> list[RelationTuple]:
         """Tuples the settings declare for ``tenant`` (default: the home tenant)."""
@@ -114,7 +114,8 @@ class StoreAuthorizer:
             generation = self.store.policy_generation(tenant)
             if generation is None:
                 raise AuthorizationError(f"unknown tenant {tenant!r}")
-            cached = self._contexts.get((tenant, who))
+            key = (tenant, who, *self.request_facts(tenant))
+            cached = self._contexts.get(key)
             if cached is not None and cached[0] == generation:
                 return cached[1]
             tuples = self.all_tuples(tenant)
@@ -126,10 +127,16 @@ class StoreAuthorizer:
                 f"authorization data unavailable ({type(exc).__name__})") from exc
         context = replace(build_context(tenant, who, tuples, grants),
                           label_epoch=label_epoch(self.settings.sensitivity))
-        self._remember((tenant, who), generation, context)
+        self._remember(key, generation, context)
         return context
 
-    def _remember(self, key: tuple[str, str], generation: int, context: AuthzContext) -> None:
+    def request_facts(self, tenant: str) -> tuple[str, ...]:
+        """What this request adds to the stored policy (e.g. a token's group claims): part
+        of the cache key, so a context never outlives the request facts it was built from."""
+        return ()
+
+    def _remember(self, key: tuple[str, ...], generation: int,
+                  context: AuthzContext) -> None:
         self._contexts.pop(key, None)
         if len(self._contexts) >= self.MAX_CACHED_CONTEXTS:
             self._contexts.pop(next(iter(self._contexts)))

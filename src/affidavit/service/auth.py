@@ -77,6 +77,12 @@ class CredentialAuthorizer(StoreAuthorizer):
         return [*tuples, *(parse_tuple(f"group:{g}#member@{credential.principal}",
                                        source="token") for g in credential.groups)]
 
+    def request_facts(self, tenant: str) -> tuple[str, ...]:
+        credential = _CURRENT.get()
+        if credential is None or credential.tenant != tenant:
+            return ()
+        return ("groups", *sorted(credential.groups))
+
 
 class Authenticator:
     """Turns request headers into a :class:`Credential`, or AuthenticationError."""
