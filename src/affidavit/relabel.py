@@ -31,39 +31,50 @@ RELABEL_FAILED = "RELABEL_FAILED"
 
 
 def relabel_stale(ingestor: Ingestor, run_id: str, at: str) -> list[DocumentOutcome]:
-    """Derive every head labelled under another epoch again; one outcome per document."""
-    from affidavit.ingest import QUARANTINED, DocumentOutcome
+    """Requalify every head labelled under another epoch; one outcome per document derived
+    again. A head whose derivation under the current policy gives the same labels, chunks
+    and SIRE proposal is only marked current, in place (its approval, ids and vectors stay),
+    and has no outcome: only what the change affects is derived again
+    (:mod:`affidavit.index.requalify`)."""
+    from affidavit.index.requalify import requalify_label_stale
 
-    outcomes = []
-    for head, document in stale_documents(ingestor):
-        if document is not None:
-            outcomes.append(ingestor.ingest_one(document, run_id))
-            continue
-        outcome = DocumentOutcome(head.alias, head.node_id, QUARANTINED, RELABEL_FAILED,
-                                  "the stored bytes of its head version are missing")
-        ingestor.store.record_quarantine(ingestor.tenant, QuarantineRecord(
-            run_id, head.alias, head.node_id, RELABEL_FAILED, outcome.message or "", at))
-        outcomes.append(outcome)
-    return outcomes
+    return requalify_label_stale(ingestor, run_id, at)
+
+
+def stored_document(ingestor: Ingestor, head: HeadInfo) -> SourceDocument | None:
+    """The head version as a source document rebuilt from its stored bytes and the metadata
+    it was ingested with; ``None`` when those are missing."""
+    store, tenant = ingestor.store, ingestor.tenant
+    blob = store.blob(tenant, head.raw_digest)
+    stored = store.version_metadata(tenant, head.version_id)
+    if blob is None or stored is None:
+        return None
+    metadata = _declared_metadata(json.loads(stored), blob.content, head.alias, ingestor)
+    return SourceDocument(source_system=blob.source_system, source_id=blob.source_id,
+                          source_rev=blob.source_rev, content=blob.content,
+                          alias=head.alias, metadata=metadata)
 
 
 def stale_documents(ingestor: Ingestor) -> list[tuple[HeadInfo, SourceDocument | None]]:
     """Each head labelled under another epoch than the ingestor's, with the document to
     ingest again (from its stored bytes), or None when those bytes are missing."""
-    store, tenant = ingestor.store, ingestor.tenant
-    out: list[tuple[HeadInfo, SourceDocument | None]] = []
-    for head in store.label_stale_heads(tenant, ingestor.label_epoch):
-        blob = store.blob(tenant, head.raw_digest)
-        stored = store.version_metadata(tenant, head.version_id)
-        if blob is None or stored is None:
-            out.append((head, None))
-            continue
-        metadata = _declared_metadata(json.loads(stored), blob.content, head.alias, ingestor)
-        out.append((head, SourceDocument(
-            source_system=blob.source_system, source_id=blob.source_id,
-            source_rev=blob.source_rev, content=blob.content, alias=head.alias,
-            metadata=metadata)))
-    return out
+    return [(head, stored_document(ingestor, head))
+            for head in ingestor.store.label_stale_heads(ingestor.tenant, ingestor.label_epoch)]
+
+
+def relabel_one(ingestor: Ingestor, head: HeadInfo, run_id: str, at: str) -> DocumentOutcome:
+    """Derive one head again from its stored bytes and commit it (quarantined when they
+    are missing)."""
+    from affidavit.ingest import QUARANTINED, DocumentOutcome
+
+    document = stored_document(ingestor, head)
+    if document is None:
+        outcome = DocumentOutcome(head.alias, head.node_id, QUARANTINED, RELABEL_FAILED,
+                                  "the stored bytes of its head version are missing")
+        ingestor.store.record_quarantine(ingestor.tenant, QuarantineRecord(
+            run_id, head.alias, head.node_id, RELABEL_FAILED, outcome.message or "", at))
+        return outcome
+    return ingestor.ingest_one(document, run_id)
 
 
 def _declared_metadata(stored: dict[str, Any], content: bytes, alias: str,

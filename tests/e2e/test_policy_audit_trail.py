@@ -34,8 +34,9 @@ def test_every_cli_policy_change_is_an_event_with_its_actor(example_workspace: R
     assert run("keys", "revoke", key_id, "--by", "user:ops")[0] == 0
     trail = events(run)
     kinds = [(e["kind"], e["actor"]) for e in trail]
-    # The fixture approved every SIRE proposal as "tester".
-    assert kinds[0] == ("sire.state", "tester")
+    # The first ingestion run recorded the epochs in force; then the fixture approved
+    # every SIRE proposal as "tester".
+    assert kinds[:2] == [("epochs.recorded", "system:requalify"), ("sire.state", "tester")]
     assert kinds[-6:] == [
         ("grant.add", "user:alice"), ("grant.revoke", f"os:{getpass.getuser()}"),
         ("tuple.add", "user:alice"), ("tuple.remove", "user:carol"),

@@ -32,11 +32,13 @@ IDENTITY_RESOLVE = "identity.resolve"
 LABEL_OVERRIDE = "label.override"
 SETTINGS_EFFECTIVE = "settings.effective"
 REFERENCE_ADD = "reference.add"
+EPOCHS_RECORDED = "epochs.recorded"
+SIRE_CARRY_OVER = "sire.carry_over"
 
 POLICY_EVENT_KINDS = frozenset({
     TUPLE_ADD, TUPLE_REMOVE, GRANT_ADD, GRANT_REVOKE, API_KEY_CREATE, API_KEY_REVOKE,
     SIRE_STATE, QUARANTINE_RELEASE, IDENTITY_RESOLVE, LABEL_OVERRIDE, SETTINGS_EFFECTIVE,
-    REFERENCE_ADD,
+    REFERENCE_ADD, EPOCHS_RECORDED, SIRE_CARRY_OVER,
 })
 """The kinds of change the trail records; anything else is refused, so a typo in a caller
 cannot open a kind nobody audits."""

@@ -365,6 +365,26 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
         return RawBlob(str(r[0]), bytes(r[1]), str(r[2]), str(r[3]),  # type: ignore[call-overload]
                        str(r[4]), str(r[5]))
 
+    def version_chunks(self, tenant: str, version_id: str) -> list[Chunk]:
+        rows = self._read(
+            f"SELECT {_CHUNK_COLUMNS}, v.title, v.alias, c.derived_json FROM chunks c "
+            "JOIN versions v ON v.tenant_id = c.tenant_id AND v.version_id = c.version_id "
+            "WHERE c.tenant_id = ? AND c.version_id = ? ORDER BY c.ordinal, c.chunk_id",
+            (tenant, version_id))
+        return [replace(_row_chunk(r), derived=derived_from_json(r[13], title=str(r[11]),
+                                                                 alias=str(r[12])))
+                for r in rows]
+
+    def restamp_version(self, tenant: str, version_id: str, *, label_epoch: str, witness: str,
+                        fingerprint: str) -> None:
+        with self._write() as conn:
+            conn.execute("UPDATE versions SET witness = ?, fingerprint = ? WHERE tenant_id = ? "
+                         "AND version_id = ?", (witness, fingerprint, tenant, version_id))
+            conn.execute("UPDATE chunks SET label_epoch = ?, witness = ? WHERE tenant_id = ? "
+                         "AND version_id = ?", (label_epoch, witness, tenant, version_id))
+            conn.execute("UPDATE lexical_stats SET generation = generation + 1 "
+                         "WHERE tenant_id = ?", (tenant,))
+
     def lexical_stats(self, tenant: str) -> LexicalStats:
         rows = self._read("SELECT n_chunks, total_length FROM lexical_stats WHERE tenant_id = ?",
                           (tenant,))

@@ -1,0 +1,98 @@
+"""The epochs a derived artifact depends on, made explicit and recorded.
+
+Five things decide what ingestion derives from a document's stored bytes, and each is an
+epoch: the ``policy`` (sensitivity rules, chunking, ACL default, SIRE, tokenizer and caps:
+:func:`affidavit.ingest.policy_epoch`, whose ``label`` part every chunk carries), the
+record ``schema``, the identity ``resolver``, the ``embedding_model`` vectors are computed
+with and the classifier's ``prompt_template``. A version's witness hashes its raw digest
+with all but the embedding model; a vector is keyed by its model.
+
+Each ingestion run and each requalification records the vector in force in the policy
+audit trail when it differs from the last one recorded (``epochs.recorded``), so the
+requalification planner can say which epoch changed since the corpus was derived.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from affidavit.audit.events import EPOCHS_RECORDED, record_policy_event
+from affidavit.classify.epoch import label_epoch
+from affidavit.classify.model import classifier_identity
+from affidavit.classify.policy import SensitivityPolicy
+from affidavit.config import Settings
+from affidavit.index.tokenize import Tokenizer
+from affidavit.records import SCHEMA_VERSION
+from affidavit.store.base import Store
+
+EPOCH_KINDS = ("policy", "schema", "resolver", "embedding_model", "prompt_template")
+NO_EMBEDDING = "none"
+
+
+@dataclass(frozen=True)
+class Epochs:
+    """The epochs in force for one tenant (``label`` is the sensitivity part of ``policy``)."""
+
+    policy: str
+    label: str
+    schema: str
+    resolver: str
+    embedding_model: str
+    classifier_model: str
+    prompt_template: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"policy": self.policy, "label": self.label, "schema": self.schema,
+                "resolver": self.resolver, "embedding_model": self.embedding_model,
+                "classifier_model": self.classifier_model,
+                "prompt_template": self.prompt_template}
+
+    def changed_since(self, recorded: dict[str, Any] | None) -> list[str]:
+        """The epoch kinds that differ from ``recorded`` (all of them when none was)."""
+        if recorded is None:
+            return list(EPOCH_KINDS)
+        now = self.to_dict()
+        changed = [k for k in EPOCH_KINDS if recorded.get(k) != now[k]]
+        if "prompt_template" not in changed and \
+                recorded.get("classifier_model") != now["classifier_model"]:
+            changed.append("prompt_template")
+        return changed
+
+
+def current_epochs(settings: Settings, tenant: str | None = None) -> Epochs:
+    """The epochs ``settings`` put in force for ``tenant``."""
+    from affidavit.index.vectors import make_backend
+    from affidavit.ingest import RESOLVER_VERSION, policy_epoch
+
+    lex = settings.lexical
+    tokenizer = Tokenizer(lex.language, lex.stem, lex.stop_words)
+    policy = SensitivityPolicy.from_settings(settings.sensitivity)
+    model_id, prompt_hash = classifier_identity(settings.sensitivity.model, policy)
+    backend = make_backend(settings.vectors)
+    return Epochs(
+        policy=policy_epoch(settings, tokenizer, tenant or settings.tenant),
+        label=label_epoch(settings.sensitivity), schema=str(SCHEMA_VERSION),
+        resolver=RESOLVER_VERSION,
+        embedding_model=backend.model_id if backend is not None else NO_EMBEDDING,
+        classifier_model=model_id, prompt_template=prompt_hash)
+
+
+def recorded_epochs(store: Store, tenant: str) -> dict[str, Any] | None:
+    """The epoch vector last recorded for ``tenant``, or ``None`` when none was."""
+    last: dict[str, Any] | None = None
+    for event in store.iter_policy_events(tenant):
+        if event.kind == EPOCHS_RECORDED:
+            value = json.loads(event.after_json)
+            last = value if isinstance(value, dict) else None
+    return last
+
+
+def record_epochs(store: Store, tenant: str, epochs: Epochs, *, actor: str) -> bool:
+    """Record ``epochs`` as in force unless they already are; True when recorded."""
+    before = recorded_epochs(store, tenant)
+    if before == epochs.to_dict():
+        return False
+    record_policy_event(store, tenant, EPOCHS_RECORDED, actor, before, epochs.to_dict())
+    return True

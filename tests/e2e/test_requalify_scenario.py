@@ -1,0 +1,165 @@
+"""Change without surprise: a settings change is requalified by delta, from stored blobs.
+
+After a keyword rule is added, ``requalify --plan`` names exactly the documents whose
+labels the rule changes; ``--canary`` shows their differences and serves nothing new;
+``--roll`` promotes them; the other documents are marked current in place and keep their
+ACTIVE approvals, ids and vectors throughout. A plain ``ingest`` does the same and says
+which documents it derived again. A full rebuild carries over every approval whose proposal
+is unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.conftest import Run, as_json
+
+GRANTS = """\
+[acl]
+default = ["*"]
+
+[grants]
+"user:reader" = ["INTERNAL"]
+"user:board" = ["INTERNAL", "CONFIDENTIAL", "RESTRICTED"]
+"""
+CANARY = "QX7CANARYWHARF"
+CRANE_DOCS = {
+    "yard.md": "# Yard operations\n\nThe harbour crane lifts containers onto the quay.\n\n"
+               "Forklifts move pallets inside the shed.\n",
+    "crane.md": "# Crane hire\n\nHiring the harbour crane costs a fixed day rate.\n\n"
+                f"Bookings are made by the port office under code {CANARY}.\n",
+    "dock.md": "# Dock safety\n\nNobody stands under the harbour crane while it moves.\n",
+}
+OTHER_DOCS = {
+    "travel.md": "# Travel policy\n\nEconomy class applies to every flight under six hours.\n",
+    "leave.md": "# Annual leave\n\nStaff take twenty five days of annual leave a year.\n",
+}
+
+
+def keyword_rule(*keywords: str) -> str:
+    words = ", ".join(json.dumps(k) for k in keywords)
+    return GRANTS + f"\n[sensitivity]\nrestricted_keywords = [{words}]\n"
+
+
+def setup(run: Run, tmp_path: Path) -> Path:
+    (tmp_path / "affidavit.toml").write_text(GRANTS, encoding="utf-8")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, text in {**CRANE_DOCS, **OTHER_DOCS}.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    assert run("init")[0] == 0
+    assert run("ingest", str(corpus), "--json")[0] == 0
+    assert run("sire", "approve", "--all", "--by", "user:curator")[0] == 0
+    return corpus
+
+
+def sire_states(run: Run) -> dict[str, tuple[str, str]]:
+    """alias -> (sire id, state) of every head version."""
+    code, out, _ = run("sire", "list", "--json")
+    assert code == 0
+    return {r["alias"]: (r["sire_id"], r["state"]) for r in as_json(out)}
+
+
+def served(run: Run, principal: str, query: str = "harbour crane economy leave") -> list[str]:
+    code, out, _ = run("search", query, "--as", principal, "--json")
+    assert code == 0
+    return sorted(h["text"] for h in as_json(out))
+
+
+def requalify(run: Run, *args: str) -> dict[str, Any]:
+    code, out, err = run("requalify", *args, "--json")
+    assert code == 0, out + err
+    report: dict[str, Any] = as_json(out)
+    return report
+
+
+def test_a_keyword_rule_requalifies_exactly_the_documents_it_affects(
+        run: Run, tmp_path: Path) -> None:
+    setup(run, tmp_path)
+    approved = sire_states(run)
+    assert {state for _, state in approved.values()} == {"ACTIVE"}
+    (tmp_path / "affidavit.toml").write_text(keyword_rule("harbour crane"), encoding="utf-8")
+
+    plan = requalify(run, "--plan")
+    assert plan["affected"] == sorted(CRANE_DOCS)
+    assert plan["restamp"] == sorted(OTHER_DOCS)
+    assert plan["epochs"]["changed"] == ["policy"]
+    assert plan["stale_by_epoch"] == {"policy": sorted({**CRANE_DOCS, **OTHER_DOCS})}
+    assert plan["estimate"]["documents_to_derive"] == 3
+    assert sire_states(run) == approved  # planning writes nothing
+
+    before = (served(run, "user:reader"), served(run, "user:board"), sire_states(run))
+    canary = requalify(run, "--canary", "2")
+    assert canary["affected"] == 3 and len(canary["sample"]) == 2
+    assert canary == requalify(run, "--canary", "2")  # a deterministic sample
+    for doc in canary["sample"]:
+        assert doc["alias"] in CRANE_DOCS
+        assert [(c["before"], c["after"]) for c in doc["changes"]["labels"]] == [
+            ("INTERNAL", "RESTRICTED")]
+    assert (served(run, "user:reader"), served(run, "user:board"), sire_states(run)) == before
+
+    rolled = requalify(run, "--roll")
+    assert sorted(rolled["derived"]) == sorted(CRANE_DOCS)
+    assert sorted(rolled["restamped"]) == sorted(OTHER_DOCS)
+    assert sorted(rolled["carried_over"] + rolled["proposed"]) == sorted(CRANE_DOCS)
+    after = sire_states(run)
+    for alias in OTHER_DOCS:  # same version, same approval, throughout
+        assert after[alias] == approved[alias]
+    assert not any("harbour crane" in t for t in served(run, "user:reader"))
+    assert any("harbour crane" in t for t in served(run, "user:board"))
+    assert any("Economy class" in t for t in served(run, "user:reader"))
+
+    again = requalify(run, "--plan")
+    assert again["affected"] == [] and again["restamp"] == []
+    assert again["counts"]["fresh"] == 5 and again["epochs"]["changed"] == []
+
+
+def test_a_plain_ingest_after_a_settings_change_derives_only_what_it_affects(
+        run: Run, tmp_path: Path) -> None:
+    corpus = setup(run, tmp_path)
+    approved = sire_states(run)
+    (tmp_path / "affidavit.toml").write_text(keyword_rule("economy class"), encoding="utf-8")
+    code, out, err = run("ingest", str(corpus), "--json")
+    assert code == 0, out + err
+    summary = as_json(out)
+    assert summary["relabelled"] == ["travel.md"]
+    assert summary["ingested"] == 0
+    after = sire_states(run)
+    for alias in (*CRANE_DOCS, "leave.md"):
+        assert after[alias] == approved[alias]
+    assert not any("Economy" in t for t in served(run, "user:reader"))
+    assert any("Forklifts" in t for t in served(run, "user:reader", "forklifts pallets"))
+
+
+def test_a_full_rebuild_needs_all_and_yes_and_carries_unchanged_approvals_over(
+        run: Run, tmp_path: Path) -> None:
+    setup(run, tmp_path)
+    approved = sire_states(run)
+    assert run("requalify", "--roll", "--all")[0] == 2
+    assert requalify(run, "--plan")["counts"]["fresh"] == 5
+    rolled = requalify(run, "--roll", "--all", "--yes")
+    assert sorted(rolled["derived"]) == sorted(approved)
+    assert sorted(rolled["carried_over"]) == sorted(approved)
+    after = sire_states(run)
+    for alias, (sire_id, _) in approved.items():
+        assert after[alias][1] == "ACTIVE" and after[alias][0] != sire_id
+    code, out, _ = run("audit", "list", "--json")
+    assert code == 0
+    events = [e for e in as_json(out) if e["kind"] == "sire.carry_over"]
+    assert len(events) == len(approved)
+    assert all(e["after"]["approved_by"] == "user:curator" for e in events)
+
+
+def test_requalification_reports_never_carry_a_restricted_string(
+        run: Run, tmp_path: Path) -> None:
+    setup(run, tmp_path)
+    (tmp_path / "affidavit.toml").write_text(keyword_rule("harbour crane", CANARY.lower()),
+                                             encoding="utf-8")
+    for args in (("--plan",), ("--canary", "3"), ("--roll",)):
+        for fmt in ((), ("--json",)):
+            code, out, err = run("requalify", *args, *fmt)
+            assert code == 0, out + err
+            assert CANARY.lower() not in (out + err).lower()
+            assert "harbour crane" not in (out + err).lower()
