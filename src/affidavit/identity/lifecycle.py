@@ -68,14 +68,16 @@ def approve_sires(store: Store, tenant: str, sire_ids: Sequence[str], *, by: str
     with store.batched():
         for start in range(0, len(approvable), max(1, batch_size)):
             batch = approvable[start:start + max(1, batch_size)]
-            for record in store.activate_sire(tenant, batch, by=by, at=at):
+            activated = store.activate_sire(tenant, batch, by=by, at=at)
+            for record in activated:
                 outcomes[record.sire_id] = Approval(record.sire_id, record=record)
-                # Each state change is a policy event with its approver (affidavit.audit).
-                record_policy_event(store, tenant, SIRE_STATE, by,
-                                    {"sire_id": record.sire_id, "version_id": record.version_id,
-                                     "state": records[record.sire_id].state},
-                                    {"sire_id": record.sire_id, "version_id": record.version_id,
-                                     "state": record.state})
+            if activated:
+                # One policy event per batch, with its approver (affidavit.audit).
+                record_policy_event(
+                    store, tenant, SIRE_STATE, by,
+                    {"records": [{"sire_id": r.sire_id, "version_id": r.version_id,
+                                  "state": records[r.sire_id].state} for r in activated]},
+                    {"state": "ACTIVE", "sire_ids": [r.sire_id for r in activated]})
     return list(outcomes.values())
 
 
