@@ -28,9 +28,9 @@ from affidavit.errors import ConfigurationError
 from affidavit.metrics import record_answer, record_stage
 
 EXPORTERS = ("none", "otlp", "console")
-__all__ = ["EXPORTERS", "AttributeValue", "TelemetrySettings", "configure", "count_answer",
-           "extract_format", "fetched", "flush", "id_hash", "meter", "set_attributes", "stage",
-           "traced", "tracer"]
+__all__ = ["EXPORTERS", "AttributeValue", "TelemetrySettings", "add_evaluation", "configure",
+           "count_answer", "extract_format", "fetched", "flush", "id_hash", "meter",
+           "set_attributes", "stage", "traced", "tracer"]
 _SCOPE = "affidavit"
 _lock = threading.Lock()
 _installed: dict[str, Any] = {}
@@ -100,6 +100,14 @@ def extract_format(filename: str) -> str:
     short word (a file name is derived text; only a known kind of suffix is named)."""
     suffix = filename.rpartition(".")[2].lower() if "." in filename else ""
     return suffix if suffix.isalnum() and len(suffix) <= 5 else "other"
+
+
+def add_evaluation(name: str, label: str, score: float) -> None:
+    """A verification result as a GenAI evaluation event on the current span: the
+    evaluation's name, its status and score; never the claim's text."""
+    trace.get_current_span().add_event("gen_ai.evaluation.result", {
+        "gen_ai.evaluation.name": name, "gen_ai.evaluation.score.label": label,
+        "gen_ai.evaluation.score.value": float(score)})
 
 
 def set_attributes(attributes: Mapping[str, AttributeValue]) -> None:
