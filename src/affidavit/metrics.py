@@ -231,10 +231,23 @@ def record_derived(store: Store, tenant: str, settings: Settings, alias: str,
     billed += int(settings.sensitivity.model.enabled)
     REGISTRY.add("affidavit.document.tokens", tokens)
     REGISTRY.add("affidavit.document.cost_proxy", tokens * billed)
+    known = _known_aliases(store, tenant)
+    known.add(alias)
     relative = [t for t in (_relative_target(alias, link) for link in links) if t]
     if relative:
-        known = {h.alias for h in store.heads(tenant)}
         record_links(len(relative), sum(1 for t in relative if t not in known))
+
+
+_aliases: dict[tuple[int, str], set[str]] = {}
+
+
+def _known_aliases(store: Store, tenant: str) -> set[str]:
+    """The paths of the tenant's documents, read once per store and then kept up to date
+    by the documents this process derives (a metric's view: not re-read per document)."""
+    key = (id(store), tenant)
+    if key not in _aliases:
+        _aliases[key] = {h.alias for h in store.heads(tenant)}
+    return _aliases[key]
 
 
 def _relative_target(alias: str, link: str) -> str | None:
