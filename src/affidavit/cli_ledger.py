@@ -15,7 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from affidavit.audit import events_after
 from affidavit.cli_commands import EXIT_FAILED, EXIT_OK, Context
+from affidavit.errors import NotFound
 from affidavit.ledger.chain import ChainReport, verify_chain
 from affidavit.ledger.checkpoint import (
     generate_key_pair,
@@ -77,7 +79,7 @@ def cmd_ledger_verify(ctx: Context) -> int:
     paths = [Path(p) for p in ctx.args.checkpoint or []]
     if not paths:
         report = verify_chain(entries, tenant=ctx.tenant)
-        _print_report(ctx, report, None)
+        _print_report(ctx, report, None, _policy_after(ctx))
         return EXIT_OK if report.ok else EXIT_FAILED
     trusted = load_public_key(Path(ctx.args.key)) if ctx.args.key else None
     checkpoints = [read_checkpoint(p) for p in paths]
@@ -85,18 +87,39 @@ def cmd_ledger_verify(ctx: Context) -> int:
                              trusted=trusted)
     anchored = max(c.seq for c in checkpoints)
     _print_report(ctx, report, {"anchored_seq": anchored, "signer_pinned": trusted is not None,
-                                "key_ids": sorted({c.key_id for c in checkpoints})})
+                                "key_ids": sorted({c.key_id for c in checkpoints})},
+                  _policy_after(ctx))
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
-def _print_report(ctx: Context, report: ChainReport, anchors: dict[str, Any] | None) -> None:
+def _policy_after(ctx: Context) -> list[dict[str, Any]] | None:
+    """With ``--record``: the policy events appended after the policy version that record
+    was decided under (affidavit.audit); ids, kinds, actors and times only."""
+    record_id = getattr(ctx.args, "record", None)
+    if not record_id:
+        return None
+    store = ctx.store()
+    entry = store.get_ledger(ctx.tenant, record_id)
+    if entry is None:
+        raise NotFound(f"no ledger record {record_id}")
+    version = json.loads(entry.payload).get("policy_version")
+    return [{"seq": e.seq, "kind": e.kind, "actor": e.actor, "at": e.at}
+            for e in events_after(store, ctx.tenant, version)]
+
+
+def _print_report(ctx: Context, report: ChainReport, anchors: dict[str, Any] | None,
+                  policy_after: list[dict[str, Any]] | None = None) -> None:
     if ctx.args.json:
+        extra = {} if policy_after is None else {"policy_events_after": policy_after}
         print(json.dumps({"ok": report.ok, "checked": report.checked,
                           "first_bad_seq": report.first_bad_seq,
                           "first_bad_record": report.first_bad_record, "reason": report.reason,
                           "head_seq": report.head_seq, "head_hash": report.head_hash,
-                          **(anchors or {})}, indent=2, sort_keys=True))
+                          **(anchors or {}), **extra}, indent=2, sort_keys=True))
         return
+    for e in policy_after or []:
+        print(printable(f"policy changed after the record: #{e['seq']} {e['kind']} by "
+                        f"{e['actor']} at {e['at']}"))
     if not report.ok:
         where = f"seq {report.first_bad_seq}"
         if report.first_bad_record is not None:
