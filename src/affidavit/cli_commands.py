@@ -107,6 +107,10 @@ def cmd_ingest(ctx: Context) -> int:
             print(f"  quarantined {q['alias']}: {q['reason_code']} - {q['message']}")
         for alias in data["withdrawn"]:
             print(f"  withdrawn (gone from the source): {alias}")
+        for alias in data["relabelled"]:
+            print(f"  requalified (a settings change affects it): {alias}")
+        for move in data["moved"]:
+            print(f"  moved (same document, new path): {move}")
         for warning in data["warnings"]:
             print(f"  warning: {warning}")
     from affidavit.cli_diagnose import warn_default_label_unreadable

@@ -35,6 +35,7 @@ from affidavit.identity import (
     version_id_for,
     witness_for,
 )
+from affidavit.identity.moves import Moves
 from affidavit.index import Tokenizer, term_frequencies
 from affidavit.index.boundary import boundary_record, corpus_boundary
 from affidavit.index.embed import embed_missing
@@ -91,6 +92,7 @@ class RunSummary:
     outcomes: list[DocumentOutcome] = field(default_factory=list)
     withdrawn: list[str] = field(default_factory=list)
     relabelled: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
     vectors: dict[str, Any] = field(default_factory=dict)
     boundary: dict[str, Any] = field(default_factory=dict)
 
@@ -115,6 +117,7 @@ class RunSummary:
             "chunks_written": self.chunks_written,
             "withdrawn": sorted(self.withdrawn),
             "relabelled": sorted(self.relabelled),
+            "moved": self.moved,
             "vectors": self.vectors,
             "boundary": self.boundary,
             "warnings": [f"{o.alias}: {w}" for o in self.outcomes for w in o.warnings],
@@ -167,6 +170,7 @@ class Ingestor:
         self.classifier = ModelParagraphClassifier.from_settings(settings.sensitivity.model,
                                                                  self.policy)
         self._overrides: dict[str, dict[int, str]] | None = None
+        self._moves: Moves | None = None
         configure_telemetry(settings.telemetry)
 
     @traced("ingest.run", lambda s: {"affidavit.run_status": s.status,
@@ -200,12 +204,15 @@ class Ingestor:
             {"epoch": self.epoch, "pid": os.getpid(), "host": socket.gethostname(),
              "listing": listing}))
         seen: list[str] = []
+        self._moves = Moves(self.store, self.tenant, listing)
         try:
             self._relabel_stale(summary)
             for source in sources:
                 # Versions share store transactions, each still all or nothing on its own.
                 with self.store.batched():
                     for document in fetched(source.list_documents()):
+                        if self._moves.defer(document):
+                            continue  # a move, if its old path disappeared (identity.moves)
                         outcome = self.ingest_one(document, summary.run_id)
                         record_document(outcome.status)
                         summary.outcomes.append(outcome)
@@ -213,6 +220,14 @@ class Ingestor:
                                                                    document.source_id))
                         if progress is not None:
                             progress(len(summary.outcomes), outcome)
+            with self.store.batched():
+                for document in self._moves.settle(seen):
+                    outcome = self.ingest_one(document, summary.run_id)
+                    record_document(outcome.status)
+                    summary.outcomes.append(outcome)
+                    seen.append(outcome.node_id or node_id_for(document.source_system,
+                                                               document.source_id))
+            summary.moved = [f"{old} -> {new}" for old, new in self._moves.moved]
             if listing is not None:
                 summary.withdrawn = self._withdraw_missing(listing, seen, summary.run_id)
             self._vectors_and_boundary(summary)
@@ -326,8 +341,11 @@ class Ingestor:
                                 limits=self.settings.ingest)
         metadata = _merge_metadata(extracted.metadata, document.metadata)
         source_id = metadata.source_id or document.source_id
+        if self._moves is None:  # a single document (relabel, requalify): redirects only
+            self._moves = Moves(self.store, self.tenant, None)
+        moved_to = self._moves.node_for(source_id, document.alias)
         return _Identity(extracted, metadata, source_id,
-                         node_id_for(document.source_system, source_id))
+                         moved_to or node_id_for(document.source_system, source_id))
 
     def _derive_and_commit(self, document: SourceDocument, identity: _Identity,
                            run_id: str) -> DocumentOutcome:

@@ -68,6 +68,13 @@ def served(run: Run, principal: str, query: str = "harbour crane economy leave")
     return sorted(h["text"] for h in as_json(out))
 
 
+def doc_ids(run: Run) -> set[str]:
+    """The document ids of what user:reader finds about forklifts (yard.md only)."""
+    code, out, _ = run("search", "forklifts pallets", "--as", "user:reader", "--json")
+    assert code == 0
+    return {h["doc_id"] for h in as_json(out)}
+
+
 def requalify(run: Run, *args: str) -> dict[str, Any]:
     code, out, err = run("requalify", *args, "--json")
     assert code == 0, out + err
@@ -163,3 +170,35 @@ def test_requalification_reports_never_carry_a_restricted_string(
             assert code == 0, out + err
             assert CANARY.lower() not in (out + err).lower()
             assert "harbour crane" not in (out + err).lower()
+
+
+def test_a_file_moved_without_a_source_id_keeps_its_document_and_gains_a_redirect(
+        run: Run, tmp_path: Path) -> None:
+    corpus = setup(run, tmp_path)
+    before = doc_ids(run)
+    (corpus / "ops").mkdir()
+    (corpus / "yard.md").rename(corpus / "ops" / "yard-moved.md")
+    code, out, err = run("ingest", str(corpus), "--json")
+    assert code == 0, out + err
+    summary = as_json(out)
+    assert summary["moved"] == ["yard.md -> ops/yard-moved.md"]
+    assert summary["withdrawn"] == [] and summary["ingested"] == 1
+    assert len(before) == 1 and doc_ids(run) == before
+    aliases = {r["alias"] for r in as_json(run("sire", "list", "--json")[1])}
+    assert "ops/yard-moved.md" in aliases and "yard.md" not in aliases
+    resolutions = as_json(run("identity", "list", "--json")[1])["resolutions"]
+    assert [(r["owner"], r["claimant"], r["resolved_by"]) for r in resolutions] == [
+        ("yard.md", "ops/yard-moved.md", "system:move")]
+    again = as_json(run("ingest", str(corpus), "--json")[1])
+    assert (again["ingested"], again["unchanged"], again["moved"]) == (0, 5, [])
+
+
+def test_a_copy_or_an_edited_move_is_a_new_document(run: Run, tmp_path: Path) -> None:
+    corpus = setup(run, tmp_path)
+    (corpus / "yard-copy.md").write_text(CRANE_DOCS["yard.md"], encoding="utf-8")
+    (corpus / "travel.md").rename(corpus / "travel-2.md")
+    (corpus / "travel-2.md").write_text(OTHER_DOCS["travel.md"] + "\nEdited.\n",
+                                        encoding="utf-8")
+    summary = as_json(run("ingest", str(corpus), "--json")[1])
+    assert summary["moved"] == [] and summary["withdrawn"] == ["travel.md"]
+    assert summary["ingested"] == 2
