@@ -37,6 +37,8 @@ from affidavit.answer import (
     verify_claims,
 )
 from affidavit.answer.gate import shown_answer
+from affidavit.answer.layers import provider_tier
+from affidavit.answer.local import LocalProvider
 from affidavit.answer.relevance import evidence_texts, question_coverage
 from affidavit.authz import Authorizer, FailClosedAuthorizer, StoreAuthorizer
 from affidavit.classify.derived import model_labels, restricted_derived
@@ -67,7 +69,14 @@ from affidavit.retrieval.reference_expansion import expand_hits
 from affidavit.retrieval.scope import check_scope
 from affidavit.store import SQLiteStore
 from affidavit.store.base import TAKE_OVER, Store
-from affidavit.telemetry import AttributeValue, count_answer, id_hash, stage, traced
+from affidavit.telemetry import (
+    AttributeValue,
+    add_evaluation,
+    count_answer,
+    id_hash,
+    stage,
+    traced,
+)
 from affidavit.telemetry import configure as configure_telemetry
 
 
@@ -132,6 +141,8 @@ def _now() -> str:
 def _default_provider(settings: Settings) -> LLMProvider:
     if settings.answer.provider == "openai":
         return OpenAIProvider(settings.provider)
+    if settings.answer.provider == "local":
+        return LocalProvider(settings.local, settings.provider)
     return ExtractiveProvider(max_sentences=settings.answer.max_answer_sentences)
 
 
@@ -194,6 +205,8 @@ class Engine:
         """The caller's context, pinned to this engine's label epoch whatever authorizer
         answered: a chunk labelled under another sensitivity policy is never read."""
         context = self.authorizer.context_for(self.tenant, principal)
+        if context.label_epoch == self.label_epoch:  # the store authorizer's, usually
+            return context
         return replace(context, label_epoch=self.label_epoch)
 
     @traced("query.search", lambda hits: {"affidavit.hits": len(hits)})
@@ -210,18 +223,20 @@ class Engine:
         if reference_depth > 0:
             hits, _, via = expand_hits(self.store, self.retriever, authz, query, hits,
                                        depth=reference_depth, limit=limit)
-        active = self.store.active_sire(self.tenant, [h.chunk.version_id for h in hits])
-        return [replace(self._hit(h, h.chunk.version_id in active),
-                        via_reference=_via(via.get(h.chunk.chunk_id))) for h in hits]
+        active = self.store.active_sire_versions(self.tenant,
+                                                 [h.chunk.version_id for h in hits])
+        return [self._hit(h, h.chunk.version_id in active, _via(via.get(h.chunk.chunk_id)))
+                for h in hits]
 
     @staticmethod
-    def _hit(scored: HybridHit, sire_active: bool) -> SearchHit:
+    def _hit(scored: HybridHit, sire_active: bool,
+             via_reference: dict[str, str] | None = None) -> SearchHit:
         c = scored.chunk
         gates = {"authz": "passed (filter inside retrieval)",
                  "sire": "passed" if sire_active else "no ACTIVE SIRE: excluded from answers"}
         return SearchHit(c.chunk_id, c.node_id, scored.doc_source_id, scored.title, c.text,
                          c.label, scored.score, c.locator, sire_active,
-                         {**scored.explain(), "gates": gates})
+                         {**scored.explain(), "gates": gates}, via_reference)
 
     # ------------------------------------------------------------------ ask
     @traced("query.ask", lambda r: {"affidavit.output_state": r.output_state,
@@ -307,7 +322,10 @@ class Engine:
         restricted = [c.chunk.text for c in candidates if c.chunk.label.upper() == RESTRICTED]
         restricted += [text for c in candidates for text in restricted_derived(c.chunk)]
         guarded = GuardedProvider(self.provider, self.egress.guard(candidates, also=restricted))
-        trace.record["provider"] = {"name": self.provider.name, "model_id": self.provider.model_id}
+        trace.record["provider"] = {"name": self.provider.name, "model_id": self.provider.model_id,
+                                    **_model_facts(self.provider)}
+        # Spec 003 tiers: how deep the model-side proof can go (L4 only in process).
+        trace.record["tier"] = provider_tier(self.provider)
         if not evidence:
             return self._refuse(trace, "NO_EVIDENCE")
         trace.record["evidence"] = [item.to_dict() for item in prompt.evidence]
@@ -339,6 +357,8 @@ class Engine:
         trace.record["layers_available"] = {layer.name: not layer.unavailable for layer in inputs}
         verdicts = verify_claims(claims, by_src, threshold=self.settings.answer.support_threshold,
                                  layer_inputs=inputs)
+        for verdict in verdicts:
+            add_evaluation("claim_support", verdict.status, verdict.support)
         relevance = question_coverage(request.prompt.question, evidence_texts(evidence),
                                       compliance=trace.record.get("compliance"))
         trace.record["relevance"] = relevance.to_dict()
@@ -435,6 +455,18 @@ class Engine:
         count_answer(state)
         return AskResult(trace.request_id, state, answer, claims, citations, reasons,
                          entry.record_id, entry.record_hash)
+
+
+def _model_facts(provider: LLMProvider) -> dict[str, Any]:
+    """What a provider that runs its model in process says about it (file, size, seed,
+    threads), for the ledger; nothing when it says nothing or its model cannot be found
+    (the generation that follows fails and says why)."""
+    if not isinstance(provider, LocalProvider):
+        return {}
+    try:
+        return provider.describe()
+    except ProviderError:
+        return {}
 
 
 def _via(reference: Reference | None) -> dict[str, str] | None:

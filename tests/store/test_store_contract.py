@@ -162,6 +162,19 @@ def test_sire_lifecycle_records_approver(store: Store) -> None:
         store.set_sire_state(T, "nope", state="ACTIVE", by="a", at=NOW)
 
 
+def test_active_sire_versions_are_those_with_an_active_record_of_the_tenant(
+        store: Store) -> None:
+    store.commit_version(bundle("n1", "v1", [("INTERNAL", "x", {"x": 1})]))
+    store.commit_version(bundle("n2", "v2", [("INTERNAL", "y", {"y": 1})]))
+    assert store.active_sire_versions(T, ["v1", "v2", "v-none"]) == set()
+    [first] = [r for r in store.list_sire(T, state="PROPOSED") if r.version_id == "v1"]
+    store.set_sire_state(T, first.sire_id, state="ACTIVE", by="alice", at=NOW)
+    assert store.active_sire_versions(T, ["v1", "v2", "v-none"]) == {"v1"}
+    assert store.active_sire_versions("tenant-b", ["v1"]) == set()
+    store.set_sire_state(T, first.sire_id, state="PROPOSED", by="alice", at=NOW)
+    assert store.active_sire_versions(T, ["v1"]) == set()
+
+
 def test_ledger_chain_and_append_only(store: Store) -> None:
     first = store.append_ledger(T, record_id="r1", request_id="q1", created_at=NOW, payload="{}")
     second = store.append_ledger(T, record_id="r2", request_id="q2", created_at=NOW,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence, Set
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from affidavit.classify.labels import label_text
 from affidavit.classify.policy import SensitivityPolicy
@@ -88,18 +89,32 @@ def format_locator(alias: str, page: int | None, heading_path: Sequence[str], st
     return " | ".join(parts)
 
 
-def shown_to(chunk: Chunk, granted: Set[str]) -> Chunk:
+def shown_to(chunk: Chunk, granted: Set[str], *,
+             derived: DerivedText | None = None) -> Chunk:
     """``chunk`` as a reader granted ``granted`` may see it: every derived string whose
     label is not granted replaced by its stand-in, and the locator rebuilt from the rest.
 
     A string of unknown label (a chunk stored before derived text was labelled) is never
     shown. Stand-ins are PUBLIC, so applying this again with fewer labels narrows further.
     The chunk's body and its own label are untouched: whether the body may be read at all
-    is the authorization filter's decision, made before this.
+    is the authorization filter's decision, made before this. ``derived`` (the stored
+    labels, read back by the store) stands in for the chunk's own.
     """
-    derived = chunk.derived or DerivedText(
+    stored = derived if derived is not None else chunk.derived
+    headings, shown, locator = _derived_view(
+        stored, tuple(chunk.heading_path), chunk.start, chunk.end, frozenset(granted))
+    return replace(chunk, heading_path=headings, derived=shown, locator=locator)
+
+
+@lru_cache(maxsize=65_536)
+def _derived_view(stored: DerivedText | None, heading_path: tuple[str, ...], start: int,
+                  end: int, granted: frozenset[str]
+                  ) -> tuple[tuple[str, ...], DerivedText, str]:
+    """The headings, derived text and locator a reader granted ``granted`` is shown: a pure
+    function of frozen values, kept for the chunks that are read back again and again."""
+    derived = stored or DerivedText(
         title="", title_label=None, alias="", alias_label=None,
-        heading_labels=(None,) * len(chunk.heading_path), page=None)
+        heading_labels=(None,) * len(heading_path), page=None)
 
     def visible(label: str | None) -> bool:
         return label is not None and label in granted
@@ -112,9 +127,9 @@ def shown_to(chunk: Chunk, granted: Set[str]) -> Chunk:
         title, title_label = derived.alias, derived.alias_label
     else:
         title, title_label = TITLE_WITHHELD, PUBLIC
-    labels = _padded(derived.heading_labels, len(chunk.heading_path))
+    labels = _padded(derived.heading_labels, len(heading_path))
     headings = tuple(h if visible(lab) else HEADING_WITHHELD
-                     for h, lab in zip(chunk.heading_path, labels, strict=True))
+                     for h, lab in zip(heading_path, labels, strict=True))
     withheld = {name for name, hidden in (
         ("title", not visible(derived.title_label)), ("alias", not alias_ok),
         ("headings", not all(visible(lab) for lab in labels))) if hidden}
@@ -123,8 +138,7 @@ def shown_to(chunk: Chunk, granted: Set[str]) -> Chunk:
         alias_label=derived.alias_label if alias_ok else PUBLIC,
         heading_labels=tuple(lab if visible(lab) else PUBLIC for lab in labels),
         page=derived.page, withheld=derived.withheld | withheld)
-    return replace(chunk, heading_path=headings, derived=shown,
-                   locator=format_locator(alias, derived.page, headings, chunk.start, chunk.end))
+    return headings, shown, format_locator(alias, derived.page, headings, start, end)
 
 
 def model_labels(granted: Set[str], egress: Set[str] | None = None) -> frozenset[str]:
@@ -163,7 +177,13 @@ def derived_to_json(derived: DerivedText | None) -> str | None:
 def derived_from_json(data: object, *, title: str, alias: str) -> DerivedText:
     """A stored chunk's derived text; labels of a row stored before they existed are
     unknown (None), which :func:`shown_to` never shows."""
-    stored = json.loads(str(data)) if data is not None else {}
+    return _parsed_derived(None if data is None else str(data), title, alias)
+
+
+@lru_cache(maxsize=65_536)
+def _parsed_derived(data: str | None, title: str, alias: str) -> DerivedText:
+    # Parsed once per distinct stored row: hits are read back again and again.
+    stored = json.loads(data) if data is not None else {}
     page = stored.get("page")
     return DerivedText(title=title, title_label=stored.get("title"), alias=alias,
                        alias_label=stored.get("alias"),

@@ -411,6 +411,11 @@ class Store(Protocol):
 
     def active_sire(self, tenant: str, version_ids: Sequence[str]) -> dict[str, SireRecord]: ...
 
+    def active_sire_versions(self, tenant: str, version_ids: Sequence[str]) -> set[str]:
+        """Which of ``version_ids`` have an ACTIVE SIRE (the search path's gate column,
+        without reading the records)."""
+        ...
+
     # ---- service API keys (hashes only) ----------------------------------------------
     def add_api_key(self, tenant: str, record: ApiKeyRecord) -> None: ...
 

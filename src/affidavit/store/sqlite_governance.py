@@ -226,6 +226,14 @@ class GovernanceTables:
             (tenant, *ids))
         return {r.version_id: r for r in records}
 
+    def active_sire_versions(self, tenant: str, version_ids: Sequence[str]) -> set[str]:
+        ids = sorted(set(version_ids))
+        if not ids:
+            return set()
+        rows = self._read("SELECT version_id FROM sire WHERE tenant_id = ? AND state = 'ACTIVE' "
+                          f"AND version_id IN ({_placeholders(len(ids))})", (tenant, *ids))
+        return {str(r[0]) for r in rows}
+
     # ------------------------------------------------------------------ ledger
     def append_ledger(self, tenant: str, *, record_id: str, request_id: str, created_at: str,
                       payload: str, references: Sequence[Reference] = ()) -> LedgerEntry:

@@ -7,8 +7,6 @@ part shown only if its own label is granted (:func:`affidavit.classify.derived.s
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from affidavit.classify.derived import SOURCE_WITHHELD, derived_from_json, shown_to
 from affidavit.records import AuthzContext, Chunk
 from affidavit.store.base import ChunkRecord
@@ -18,8 +16,8 @@ def chunk_record_for(authz: AuthzContext, chunk: Chunk, *, title: str, alias: st
                      source_id: str, source_system: str, is_head: bool,
                      derived_json: object) -> ChunkRecord:
     """The record of a readable chunk as ``authz`` may see it."""
-    stored = replace(chunk, derived=derived_from_json(derived_json, title=title, alias=alias))
-    shown = shown_to(stored, authz.granted_labels)
+    shown = shown_to(chunk, authz.granted_labels,
+                     derived=derived_from_json(derived_json, title=title, alias=alias))
     assert shown.derived is not None  # shown_to always sets it
     # A source id is most often the path itself: it is withheld with the path.
     shown_source = source_id if shown.derived.alias == alias else SOURCE_WITHHELD
