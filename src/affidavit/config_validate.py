@@ -57,9 +57,13 @@ def validate(settings: Settings) -> None:
     if settings.vectors.compute not in ("ingest", "lazy"):
         raise ConfigurationError("must be 'ingest' or 'lazy'", key="vectors.compute",
                                  source=source)
-    if settings.answer.provider not in ("extractive", "openai"):
-        raise ConfigurationError("must be 'extractive' or 'openai'", key="answer.provider",
-                                 source=source)
+    if settings.answer.provider not in ("extractive", "openai", "local"):
+        raise ConfigurationError("must be 'extractive', 'openai' or 'local'",
+                                 key="answer.provider", source=source)
+    local = settings.local
+    if local.context_size < 256 or local.threads < 0 or local.seed < 0 or local.max_tokens < 1:
+        raise ConfigurationError("need context_size >= 256, threads >= 0, seed >= 0 and "
+                                 "max_tokens >= 1", key="local", source=source)
     if settings.answer.role not in ("authoritative", "advisory"):
         raise ConfigurationError("must be 'authoritative' or 'advisory'", key="answer.role",
                                  source=source)

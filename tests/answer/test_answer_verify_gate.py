@@ -107,7 +107,8 @@ def test_every_layer_is_recorded_with_availability() -> None:
     (verdict,) = _verdicts("Access rights are reviewed quarterly [src:b2c3d4e5].")
     assert list(verdict.layers) == ["citation", "l2_atoms", "l2_coverage", "l2_polarity",
                                     "l1_confidence",
-                                    "contrastive", "l3_stability", "embedding", "nli"]
+                                    "contrastive", "l3_stability", "l4_representation",
+                                    "embedding", "nli"]
     assert all(verdict.layers[name].available for name in ("citation", "l2_atoms", "l2_coverage"))
     assert verdict.layers["l1_confidence"].detail == "provider returned no log-probabilities"
     assert verdict.layers["nli"].detail == "not configured"

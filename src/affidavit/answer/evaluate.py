@@ -1,9 +1,11 @@
-"""The Pass 3 evaluator shell: the model calls behind L1, contrastive Δ and L3.
+"""The Pass 3 evaluator shell: the model calls behind L1, contrastive Δ, L3 and L4.
 
 Every call goes through the :class:`~affidavit.answer.guard.GuardedProvider` it is given.
 A layer the provider cannot serve, or whose call fails, is returned unavailable with the
 reason; the RESTRICTED guard's refusals are never swallowed (fail closed). The advisory
 role is evaluated at L1-L2 only (spec 003 §9.1), so it gets no Δ and no stability draws.
+L3 and L4 read the same draws: L3 their words, L4 the model's hidden states for them (only
+a provider that runs its model in process can offer those).
 """
 
 from __future__ import annotations
@@ -17,8 +19,15 @@ from affidavit.answer.attribution import (
 )
 from affidavit.answer.claims import Claim
 from affidavit.answer.guard import GuardedProvider
-from affidavit.answer.layers import CONTRASTIVE, L1_CONFIDENCE, L3_STABILITY, LayerInput
+from affidavit.answer.layers import (
+    CONTRASTIVE,
+    L1_CONFIDENCE,
+    L3_STABILITY,
+    L4_REPRESENTATION,
+    LayerInput,
+)
 from affidavit.answer.providers import ProviderRequest, ProviderResponse
+from affidavit.answer.representation import NO_HIDDEN_STATES, representation_layer
 from affidavit.answer.stability import collect_draws, draw_temperature, stability_layer
 from affidavit.config import ProviderSettings
 from affidavit.errors import ProviderError
@@ -36,19 +45,24 @@ def evaluate_layers(
     *,
     role: str,
 ) -> tuple[LayerInput, ...]:
-    """L1, contrastive and L3 inputs for ``claims`` of ``answer`` (the cleaned response)."""
+    """L1, contrastive, L3 and L4 inputs for ``claims`` of ``answer`` (the cleaned
+    response)."""
     if not claims:
         reason = "the answer has no claims"
         return tuple(LayerInput.missing(n, reason) for n in (L1_CONFIDENCE, CONTRASTIVE,
-                                                             L3_STABILITY))
-    advisory = role == "advisory"
-    grounded = None if advisory else _score(provider, request, answer)
+                                                             L3_STABILITY, L4_REPRESENTATION))
+    if role == "advisory":
+        return (_confidence(claims, answer, response, None),
+                *(LayerInput.missing(n, ADVISORY_REASON)
+                  for n in (CONTRASTIVE, L3_STABILITY, L4_REPRESENTATION)))
+    grounded = _score(provider, request, answer)
+    draws = _draws(provider, request, settings)
     return (
         _confidence(claims, answer, response, grounded),
-        LayerInput.missing(CONTRASTIVE, ADVISORY_REASON) if advisory
-        else _contrastive(provider, request, answer, claims, grounded),
-        LayerInput.missing(L3_STABILITY, ADVISORY_REASON) if advisory
-        else _stability(provider, request, claims, settings),
+        _contrastive(provider, request, answer, claims, grounded),
+        (LayerInput.missing(L3_STABILITY, draws) if isinstance(draws, str)
+         else stability_layer(claims, draws)),
+        _representation(provider, claims, draws),
     )
 
 
@@ -84,13 +98,25 @@ def _contrastive(provider: GuardedProvider, request: ProviderRequest, answer: st
     return contrastive_layer(claims, answer, grounded, prior)
 
 
-def _stability(provider: GuardedProvider, request: ProviderRequest, claims: Sequence[Claim],
-               settings: ProviderSettings) -> LayerInput:
+def _draws(provider: GuardedProvider, request: ProviderRequest,
+           settings: ProviderSettings) -> tuple[str, ...] | str:
+    """The stability draws, or why there are none."""
     if settings.stability_draws <= 0:
-        return LayerInput.missing(L3_STABILITY, "no stability draws configured")
+        return "no stability draws configured"
     try:
-        draws = collect_draws(provider, request, settings.stability_draws,
-                              draw_temperature(settings.temperature))
+        return collect_draws(provider, request, settings.stability_draws,
+                             draw_temperature(settings.temperature))
     except ProviderError as exc:
-        return LayerInput.missing(L3_STABILITY, f"stability draws failed: {exc}")
-    return stability_layer(claims, draws)
+        return f"stability draws failed: {exc}"
+
+
+def _representation(provider: GuardedProvider, claims: Sequence[Claim],
+                    draws: tuple[str, ...] | str) -> LayerInput:
+    if not provider.can_represent:
+        return LayerInput.missing(L4_REPRESENTATION, NO_HIDDEN_STATES)
+    if isinstance(draws, str):
+        return LayerInput.missing(L4_REPRESENTATION, draws)
+    try:
+        return representation_layer(claims, draws, provider)
+    except ProviderError as exc:
+        return LayerInput.missing(L4_REPRESENTATION, f"hidden states failed: {exc}")

@@ -15,7 +15,7 @@ too little signal to tell apart from ordinary prose and are not fragments.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 from affidavit.answer.attribution import TokenScores
@@ -27,6 +27,7 @@ from affidavit.answer.providers import (
     StreamingProvider,
     strip_think_blocks,
 )
+from affidavit.answer.representation import RepresentingProvider
 from affidavit.answer.text import _sentence_spans
 from affidavit.errors import AffidavitError, GovernanceError, ProviderError, RestrictedContentError
 
@@ -114,7 +115,8 @@ class GuardedProvider:
     """An :class:`LLMProvider` that runs the guard before every call to the wrapped one.
 
     The wrapped provider is held in a name-mangled slot and no method reaches it except
-    :meth:`generate`, :meth:`stream` and :meth:`score`, each of which checks first; a
+    :meth:`generate`, :meth:`stream`, :meth:`score` and :meth:`represent`, each of which
+    checks first; a
     missing guard is refused at construction. Provider faults become
     :class:`ProviderError`.
     """
@@ -147,6 +149,11 @@ class GuardedProvider:
         """Whether the wrapped provider streams natively."""
         return isinstance(self.__inner, StreamingProvider)
 
+    @property
+    def can_represent(self) -> bool:
+        """Whether the wrapped provider can read its model's hidden states (L4)."""
+        return isinstance(self.__inner, RepresentingProvider)
+
     def generate(self, request: ProviderRequest) -> ProviderResponse:
         """Check ``request`` with the guard, then generate."""
         self.__guard.check(request)
@@ -172,6 +179,15 @@ class GuardedProvider:
         if not isinstance(inner, ScoringProvider):
             raise ProviderError(f"provider {self.name!r} cannot score completions")
         return self._call(lambda: inner.score(request, completion))
+
+    def represent(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        """Check every text, then read the model's hidden states for each."""
+        for text in texts:
+            self.__guard.check_text(text)
+        inner = self.__inner
+        if not isinstance(inner, RepresentingProvider):
+            raise ProviderError(f"provider {self.name!r} exposes no hidden states")
+        return self._call(lambda: inner.represent(texts))
 
     def _call(self, call: Callable[[], T]) -> T:
         try:

@@ -1,11 +1,11 @@
 """Inputs to the verification layers that are computed outside L2.
 
-L1 token confidence, contrastive attribution, L3 stability, embedding similarity and NLI
-need a model. They are computed by thin shells (:mod:`affidavit.answer.evaluate`) or by
-the caller, and handed to :func:`~affidavit.answer.verify.verify_claims` as
-:class:`LayerInput` values: a score per claim index, or the reason the layer did not run.
-The values are plain data, so the ledger can record them and a replay can feed the same
-values back in.
+L1 token confidence, contrastive attribution, L3 stability, L4 representation stability,
+embedding similarity and NLI need a model. They are computed by thin shells
+(:mod:`affidavit.answer.evaluate`) or by the caller, and handed to
+:func:`~affidavit.answer.verify.verify_claims` as :class:`LayerInput` values: a score per
+claim index, or the reason the layer did not run. The values are plain data, so the ledger
+can record them and a replay can feed the same values back in.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from affidavit.errors import InputRejected
 L1_CONFIDENCE = "l1_confidence"
 CONTRASTIVE = "contrastive"
 L3_STABILITY = "l3_stability"
+L4_REPRESENTATION = "l4_representation"
 EMBEDDING = "embedding"
 NLI = "nli"
 
-MODEL_LAYERS = (L1_CONFIDENCE, CONTRASTIVE, L3_STABILITY, EMBEDDING, NLI)
+MODEL_LAYERS = (L1_CONFIDENCE, CONTRASTIVE, L3_STABILITY, L4_REPRESENTATION, EMBEDDING, NLI)
 """Layers whose signal comes from a model, in the order the ledger lists them."""
 
 
@@ -70,3 +71,22 @@ class LayerInput:
             details={int(i): str(d) for i, d in dict(data.get("details", {})).items()},
             unavailable=str(data.get("unavailable", "")),
         )
+
+
+NO_MODEL = "no_model"
+WORKSHOP = "workshop"
+CLEAN_ROOM = "clean_room"
+
+
+def provider_tier(provider: object) -> str:
+    """The spec 003 deployment tier an answer was made in, for the ledger.
+
+    ``clean_room``: a model run in process (self-hosted, no network; log-probabilities,
+    seeded draws and hidden states all available, so L1-L4). ``workshop``: a model behind an
+    API (L4 not available; L1, Δ and L3 where the API allows). ``no_model``: the extractive
+    provider, which quotes evidence and has no model signal at all.
+    """
+    tier = getattr(provider, "tier", None)
+    if isinstance(tier, str) and tier:
+        return tier
+    return NO_MODEL if getattr(provider, "name", "") == "extractive" else WORKSHOP

@@ -11,8 +11,8 @@ Layers, each recorded as evaluated or unavailable with the reason:
   sentences that best match it (:mod:`affidavit.answer.support`);
 * ``embedding``: the best cosine similarity between the claim and a cited evidence sentence,
   when a sentence encoder is given;
-* ``l1_confidence``, ``contrastive``, ``l3_stability``, ``nli``: model signals handed in
-  as :class:`~affidavit.answer.layers.LayerInput` values.
+* ``l1_confidence``, ``contrastive``, ``l3_stability``, ``l4_representation``, ``nli``:
+  model signals handed in as :class:`~affidavit.answer.layers.LayerInput` values.
 
 Composite status: L2 decides between VERIFIED, PARTIALLY_VERIFIED and UNVERIFIED (REFUSED
 for a claim that says the evidence does not cover something). A claim L2 verifies stays
@@ -39,6 +39,7 @@ from affidavit.answer.layers import (
     EMBEDDING,
     L1_CONFIDENCE,
     L3_STABILITY,
+    L4_REPRESENTATION,
     MODEL_LAYERS,
     NLI,
     LayerInput,
@@ -66,6 +67,9 @@ CONTRASTIVE_MIN_DELTA = 0.0
 """Δ at or below this: the evidence did not make the claim more likely."""
 STABILITY_MIN_AGREEMENT = 0.5
 """A claim that reappears in fewer than this share of draws is not stable."""
+L4_MIN_AGREEMENT = 0.5
+"""A claim whose hidden states match no sentence of the draws this well did not reproduce
+inside the model."""
 EMBEDDING_MIN_SIMILARITY = 0.5
 """Best claim-to-evidence-sentence cosine below this: the evidence is about something else."""
 NLI_MIN_ENTAILMENT = 0.5
@@ -75,6 +79,7 @@ _LAYER_FLOORS = {
     L1_CONFIDENCE: (L1_MIN_MEAN_PROB, "LOW_TOKEN_CONFIDENCE"),
     CONTRASTIVE: (CONTRASTIVE_MIN_DELTA, "EVIDENCE_NOT_INFLUENTIAL"),
     L3_STABILITY: (STABILITY_MIN_AGREEMENT, "UNSTABLE_CLAIM"),
+    L4_REPRESENTATION: (L4_MIN_AGREEMENT, "UNSTABLE_REPRESENTATION"),
     EMBEDDING: (EMBEDDING_MIN_SIMILARITY, "LOW_EMBEDDING_SIMILARITY"),
     NLI: (NLI_MIN_ENTAILMENT, "NOT_ENTAILED"),
 }
@@ -335,6 +340,7 @@ __all__ = [
     "CONTRASTIVE_MIN_DELTA",
     "EMBEDDING_MIN_SIMILARITY",
     "L1_MIN_MEAN_PROB",
+    "L4_MIN_AGREEMENT",
     "NLI_MIN_ENTAILMENT",
     "PARTIALLY_VERIFIED",
     "REFUSED",

@@ -78,7 +78,7 @@ _SAFE_WHEN_WITHHELD = frozenset({
     "schema", "record_id", "request_id", "tenant", "created_at", "principal", "role",
     "authz", "config_version", "corpus_generation", "output_state", "reasons",
     "gate_reasons", "layers_available", "citations", "retrieved", "gates", "sire",
-    "policy_version",
+    "policy_version", "tier",
 })
 
 

