@@ -168,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "database and answer a question with citations.")
     p.add_argument("question", nargs="?", default=None)
     p.add_argument("--as", dest="as_principal", default=None, metavar="PRINCIPAL")
+    p.add_argument("--model", choices=("extractive", "local"), default=None,
+                   help="answer with this provider: 'local' runs SmolLM2-135M-Instruct in "
+                        "process (needs the llama extra); default: the example's settings")
     return parser
 
 
@@ -318,7 +321,7 @@ def _dispatch(argv: Sequence[str] | None) -> int:
 
         try:
             return run_demo(question=args.question, principal=args.as_principal,
-                            as_json=args.json)
+                            as_json=args.json, model=args.model)
         except AffidavitError as exc:
             return report_error(exc, as_json=as_json)
     try:

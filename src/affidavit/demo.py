@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import tempfile
+import time
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -18,6 +20,10 @@ from affidavit.store import SQLiteStore
 
 DEFAULT_PRINCIPAL = "user:sam.reed"
 DEFAULT_QUESTION = "What is the nightly hotel limit for business travel?"
+LOCAL_STABILITY_DRAWS = 2
+"""Seeded draws the demo asks the local model for, so that L3 and L4 run."""
+_SHOWN_LAYERS = (("l1_confidence", "L1"), ("contrastive", "Δ"), ("l3_stability", "L3"),
+                 ("l4_representation", "L4"))
 
 
 def examples_root() -> Path:
@@ -28,9 +34,23 @@ def examples_root() -> Path:
     return Path(__file__).resolve().parents[2] / "examples"
 
 
-def run_demo(*, question: str | None, principal: str | None, as_json: bool) -> int:
-    root = examples_root()
+def demo_settings(root: Path, model: str | None) -> config_module.Settings:
+    """The example's settings; with ``model``, answered by that provider instead (the
+    local model also draws twice, so that L3 and L4 run)."""
     settings = config_module.load(root / "affidavit.toml")
+    if model is None:
+        return settings
+    settings = settings.replace(answer=dataclasses.replace(settings.answer, provider=model))
+    if model == "local" and settings.provider.stability_draws == 0:
+        settings = settings.replace(provider=dataclasses.replace(
+            settings.provider, stability_draws=LOCAL_STABILITY_DRAWS))
+    return settings
+
+
+def run_demo(*, question: str | None, principal: str | None, as_json: bool,
+             model: str | None = None) -> int:
+    root = examples_root()
+    settings = demo_settings(root, model)
     question = question or DEFAULT_QUESTION
     principal = principal or DEFAULT_PRINCIPAL
     with tempfile.TemporaryDirectory(prefix="affidavit-demo-") as tmp:
@@ -43,7 +63,9 @@ def run_demo(*, question: str | None, principal: str | None, as_json: bool) -> i
             now = datetime.now(UTC).isoformat(timespec="seconds")
             for record in store.list_sire(settings.tenant, state="PROPOSED"):
                 approve_sire(store, settings.tenant, record.sire_id, by="demo", at=now)
+            started = time.perf_counter()
             result = Engine(store, settings).ask(principal, question)
+            seconds = time.perf_counter() - started
         finally:
             store.close()
     if as_json:
@@ -57,5 +79,20 @@ def run_demo(*, question: str | None, principal: str | None, as_json: bool) -> i
     print(f"\noutput state: {result.output_state}")
     for citation in result.citations:
         print(f"  [src:{citation['src']}] {citation['title']} - {citation['locator']}")
+    if model is not None:
+        print(f"\nanswered by {settings.answer.provider} in {seconds:.1f} s")
+        for claim in result.claims:
+            print(f"  claim {claim['index']}: {claim['status']}  {_layer_figures(claim)}")
     print(f"ledger record {result.ledger_record_id} hash {result.ledger_record_hash[:16]}")
     return 0
+
+
+def _layer_figures(claim: dict[str, object]) -> str:
+    """The model layers' scores of one claim, ``-`` where a layer did not run."""
+    layers = claim.get("layers")
+    shown = []
+    for name, short in _SHOWN_LAYERS:
+        layer = layers.get(name) if isinstance(layers, dict) else None
+        score = layer.get("score") if isinstance(layer, dict) else None
+        shown.append(f"{short} {score:.3f}" if isinstance(score, float) else f"{short} -")
+    return "  ".join(shown)
