@@ -218,6 +218,8 @@ def _add_ledger(sub: Any, common: Any, reader: Any, as_json: Any) -> None:
     q.add_argument("--key", metavar="PUBFILE",
                    help="the public key the checkpoints must be signed with (without it, "
                         "only the key inside each checkpoint is checked)")
+    q.add_argument("--record", metavar="RECORD_ID",
+                   help="also list the policy changes made after this record was decided")
     q.set_defaults(func=cmd_ledger_verify)
     q = lsub.add_parser("keygen", parents=[common], help="make a checkpoint signing key",
                         description="Make an Ed25519 key pair: KEYFILE (private, mode 0600) "

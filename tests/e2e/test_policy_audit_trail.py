@@ -66,6 +66,9 @@ def test_a_ledger_record_names_the_policy_in_force_and_what_changed_after(
     shown = as_json(run("ledger", "show", record_id, "--as", "user:sam.reed", "--json")[1])
     after = shown["policy_events_after"]
     assert [(e["kind"], e["actor"]) for e in after] == [("grant.add", "user:alice")]
+    code, out, _ = run("ledger", "verify", "--record", record_id, "--json")
+    assert code == 0
+    assert as_json(out)["policy_events_after"] == after
 
 
 def _tamper(statement: str) -> None:

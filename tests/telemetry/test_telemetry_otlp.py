@@ -80,6 +80,12 @@ def test_spans_are_stages_nested_and_hashed_and_carry_no_text(tmp_path: Path) ->
     assert chat["gen_ai.operation.name"] == "chat"
     retrieval = attributes(next(s for s in spans if s.name == "query.retrieve.lexical"))
     assert int(str(retrieval["gen_ai.retrieval.top_k"])) > 0
+    verify = next(s for s in spans if s.name == "query.verify")
+    evaluations = [e for e in verify.events if e.name == "gen_ai.evaluation.result"]
+    assert evaluations, "each verified claim is an evaluation event"
+    assert {kv.key for kv in evaluations[0].attributes} == {
+        "gen_ai.evaluation.name", "gen_ai.evaluation.score.label",
+        "gen_ai.evaluation.score.value"}
     authz = attributes(next(s for s in spans if s.name == "query.authz_context"))
     assert authz["affidavit.principal_hash"] == id_hash("user:reader")
     exported = received.every_byte()
