@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from affidavit.identity import exclusion_hits, term_tokens
 from affidavit.identity.terms import display_term, fold, term_pattern
+from affidavit.index.tokenize import CJK_CLASS
 
 
 @pytest.mark.parametrize(
@@ -119,3 +122,29 @@ def test_exclusion_hits_compile_no_pattern_for_a_term_absent_from_the_text() -> 
     term_pattern.cache_clear()
     assert exclusion_hits("Access reviews happen under HIPAA.", [*absent, "hipaa"]) == ("hipaa",)
     assert term_pattern.cache_info().currsize == 1, "only the term that is present"
+
+
+def _lookaround_pattern(term: str) -> re.Pattern[str] | None:
+    """The former form of a term's pattern, edges as lookarounds (the reference)."""
+    word_char = f"[^\\W_{CJK_CLASS}]"
+    words = [w for w in re.split(r"[\s\-\u2010\u2011]+", fold(term)) if w]
+    if not words or term_pattern(term) is None:
+        return None
+    lead = re.escape(words[0][0])
+    if re.fullmatch(word_char, words[0][0]):
+        lead += f"(?<!{word_char}[\\s\\S])"
+    rest = r"[\s\-\u2010\u2011]+".join([re.escape(words[0][1:]),
+                                        *(re.escape(w) for w in words[1:])])
+    trail = f"(?!{word_char})" if re.fullmatch(word_char, words[-1][-1]) else ""
+    return re.compile(lead + rest + trail)
+
+
+@given(term=st.text(alphabet="ab1数据_ -é", min_size=1, max_size=6),
+       text=st.text(alphabet="ab1数据_ -é\n.", max_size=30))
+def test_a_term_matches_where_its_lookaround_regex_matches(term: str, text: str) -> None:
+    finder, reference = term_pattern(term), _lookaround_pattern(term)
+    if finder is None or reference is None:
+        assert finder is None and reference is None
+        return
+    assert [m.span() for m in finder.finditer(fold(text))] == \
+        [m.span() for m in reference.finditer(fold(text))]

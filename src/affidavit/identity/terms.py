@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from affidavit.index.tokenize import CJK_CLASS, cjk_grams
 
@@ -68,21 +68,55 @@ def identity_tokens(parts: Iterable[str]) -> frozenset[str]:
     return frozenset(tokens)
 
 
-@functools.lru_cache(maxsize=4096)
-def term_pattern(term: str) -> re.Pattern[str] | None:
-    """Regex finding ``term`` in folded text; ``None`` when the term has no letter or digit."""
+class TermPattern:
+    """Finds one term in folded text: its words as literals joined by separators, each
+    letter-or-digit edge checked against the character beside it.
+
+    The edges are checked here rather than written into the regex as lookarounds: a
+    lookaround on "a letter or digit of a non-CJK script" carries the CJK ranges, and
+    ``re`` spends milliseconds optimising that character set in every pattern it compiles
+    (a query met a new source's terms, and compiled them, on every ask). Each candidate
+    start is tried in order, as the regex engine would, so the matches are the same.
+    """
+
+    __slots__ = ("_core", "_lead", "_trail")
+
+    def __init__(self, core: str, *, lead: bool, trail: bool):
+        self._core = re.compile(core)
+        self._lead = lead
+        self._trail = trail
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        """The first match at or after ``pos``."""
+        while (match := self._core.search(text, pos)) is not None:
+            if self._edges_hold(text, match.start(), match.end()):
+                return match
+            pos = match.start() + 1
+        return None
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """Every match, left to right, none overlapping."""
+        pos = 0
+        while (match := self.search(text, pos)) is not None:
+            yield match
+            pos = match.end() if match.end() > match.start() else match.start() + 1
+
+    def _edges_hold(self, text: str, start: int, end: int) -> bool:
+        if self._lead and start > 0 and _EDGE_WORD_CHAR.fullmatch(text[start - 1]):
+            return False
+        return not (self._trail and end < len(text)
+                    and _EDGE_WORD_CHAR.fullmatch(text[end]))
+
+
+@functools.lru_cache(maxsize=65536)
+def term_pattern(term: str) -> TermPattern | None:
+    """The finder of ``term`` in folded text; ``None`` when the term has no letter or digit."""
     words = [w for w in _SEPARATOR_RE.split(fold(term)) if w]
     if not words or not term_tokens(term):
         return None
-    first = words[0][0]
-    rest = _SEPARATOR.join([re.escape(words[0][1:]), *(re.escape(w) for w in words[1:])])
-    lead = re.escape(first)
-    if _EDGE_WORD_CHAR.fullmatch(first):
-        # The boundary test sits after the first character, not before it, so that the
-        # pattern starts with a literal and ``re`` can skip ahead to candidate positions.
-        lead += f"(?<!{_WORD_CHAR}[\\s\\S])"
-    trail = f"(?!{_WORD_CHAR})" if _EDGE_WORD_CHAR.fullmatch(words[-1][-1]) else ""
-    return re.compile(lead + rest + trail)
+    core = _SEPARATOR.join(re.escape(w) for w in words)
+    return TermPattern(core, lead=bool(_EDGE_WORD_CHAR.fullmatch(words[0][0])),
+                       trail=bool(_EDGE_WORD_CHAR.fullmatch(words[-1][-1])))
 
 
 def occurrences(folded_text: str, term: str) -> list[int]:
