@@ -64,3 +64,6 @@ class TelemetrySettings:
     sample_ratio: float = 1.0
     # seconds between metric exports
     metric_interval: float = 60.0
+    # the service's scheduled leak test (affidavit canary run): seconds between runs, 0 off
+    canary_interval_seconds: float = 0.0
+    canary_tenant: str = "canary-scratch"

@@ -33,6 +33,7 @@ from affidavit.service import (
     refs_routes,
     stream_routes,
 )
+from affidavit.service.canary_schedule import canary_schedule
 from affidavit.service.limits import BodySizeLimit
 from affidavit.service.observability import RequestObservability
 from affidavit.service.problems import install_problem_handlers, problem_for
@@ -61,7 +62,8 @@ def create_app(settings: Settings, store_opener: Callable[[], Store], *,
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with canary_schedule(state):
+            yield
         state.close()
         flush_telemetry()  # what the last requests traced, before the process ends
 
