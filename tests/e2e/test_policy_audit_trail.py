@@ -105,3 +105,18 @@ def test_audit_verify_detects_the_newest_events_cut_off(example_workspace: Run) 
     code, out, _ = run("audit", "verify", "--json")
     assert code == 1
     assert "decided under policy event" in as_json(out)["reason"]
+
+
+def test_an_identity_resolution_and_its_release_are_events_by_the_operator(
+        run: Run, tmp_path: Path) -> None:
+    from tests.e2e.test_identity_collisions import OWNER, ingest, setup
+
+    corpus = setup(run, tmp_path, {"a-policy.md": OWNER})
+    assert ingest(run, corpus)[0] == 0
+    (corpus / "a-policy.md").rename(corpus / "moved.md")
+    assert ingest(run, corpus)[0] == 3
+    assert run("identity", "resolve", "moved.md", "--take-over", "--by", "ops:ann")[0] == 0
+    trail = [(e["kind"], e["actor"]) for e in events(run)
+             if e["kind"] in ("identity.resolve", "quarantine.release")]
+    assert trail == [("identity.resolve", "ops:ann"), ("quarantine.release", "ops:ann")]
+    assert run("audit", "verify")[0] == 0
