@@ -85,6 +85,19 @@ class IngestSettings:
 
 
 @dataclass(frozen=True)
+class DriftSettings:
+    """The drift gate (affidavit.index.drift): a new version that lost more than
+    ``max_block_loss`` of its headings, tables, code blocks or redaction markers (each, when
+    the served version had at least ``min_blocks``) or ``max_coverage_loss`` of the share of
+    its raw bytes that became text is held as DRIFT."""
+
+    enabled: bool = True
+    max_block_loss: float = 0.5
+    max_coverage_loss: float = 0.5
+    min_blocks: int = 1
+
+
+@dataclass(frozen=True)
 class HttpsSettings:
     """Fetching over HTTPS. TLS is verified; private addresses are refused unless allowed."""
 
@@ -297,6 +310,7 @@ class Settings:
     tenant: str = "default"
     store: StoreSettings = field(default_factory=StoreSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
+    drift: DriftSettings = field(default_factory=DriftSettings)
     https: HttpsSettings = field(default_factory=HttpsSettings)
     sftp: SftpSettings = field(default_factory=SftpSettings)
     sensitivity: SensitivitySettings = field(default_factory=SensitivitySettings)

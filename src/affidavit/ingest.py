@@ -38,6 +38,7 @@ from affidavit.identity import (
 from affidavit.identity.moves import Moves
 from affidavit.index import Tokenizer, term_frequencies
 from affidavit.index.boundary import boundary_record, corpus_boundary
+from affidavit.index.drift import check_drift
 from affidavit.index.embed import embed_missing
 from affidavit.index.vectors import make_backend
 from affidavit.ingest_lock import holding_ingest_lock
@@ -377,6 +378,10 @@ class Ingestor:
         if head is not None and head.fingerprint == fingerprint:
             outcome.status = UNCHANGED
             return outcome
+        if head is not None:  # the previous version keeps serving past the drift gate
+            check_drift(self.store, self.tenant, head, extracted, len(document.content),
+                        raw_digest, alias=document.alias, limits=self.settings.ingest,
+                        thresholds=self.settings.drift)
         version_id = self._unused_version_id(
             version_id_for(node_id, raw_digest, stable_hash(metadata_json), witness), head)
         bundle = self._bundle(document, extracted, metadata, source_id, node_id, version_id,

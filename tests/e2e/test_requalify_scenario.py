@@ -202,3 +202,53 @@ def test_a_copy_or_an_edited_move_is_a_new_document(run: Run, tmp_path: Path) ->
     summary = as_json(run("ingest", str(corpus), "--json")[1])
     assert summary["moved"] == [] and summary["withdrawn"] == ["travel.md"]
     assert summary["ingested"] == 2
+
+
+RATES = ("# Crane rates\n\nDay rates for the yard.\n\n| crane | rate |\n|---|---|\n"
+         "| mobile | 900 |\n| tower | 1400 |\n\n## Notes\n\nRates include the operator.\n")
+RATES_FLATTENED = "Crane rates. Day rates for the yard. Notes: rates include the operator.\n"
+
+
+def test_a_version_that_lost_its_tables_is_held_as_drift_while_the_previous_one_serves(
+        run: Run, tmp_path: Path) -> None:
+    corpus = setup(run, tmp_path)
+    (corpus / "rates.md").write_text(RATES, encoding="utf-8")
+    assert run("ingest", str(corpus), "--json")[0] == 0
+    (corpus / "rates.md").write_text(RATES_FLATTENED, encoding="utf-8")
+    code, out, _ = run("ingest", str(corpus), "--json")
+    summary = as_json(out)
+    assert code == 3 and [q["reason_code"] for q in summary["quarantined"]] == ["DRIFT"]
+    assert "tables 1->0" in summary["quarantined"][0]["message"]
+    assert summary["withdrawn"] == []
+    assert any("tower | 1400" in t for t in served(run, "user:reader", "tower mobile rate"))
+
+    run_id = summary["run_id"]
+    assert run("quarantine", "release", run_id, "rates.md", "--by", "user:reviewer")[0] == 0
+    code, out, _ = run("ingest", str(corpus), "--json")
+    assert code == 0 and as_json(out)["ingested"] == 1
+    texts = served(run, "user:reader", "tower mobile rate operator")
+    assert not any("1400" in t for t in texts) and any("operator" in t for t in texts)
+
+
+def test_a_version_that_drops_its_redaction_markers_is_held_as_drift(
+        run: Run, tmp_path: Path) -> None:
+    corpus = setup(run, tmp_path)
+    redacted = "# Claims\n\nThe claimant is [REDACTED] of [REDACTED], born [REDACTED].\n"
+    (corpus / "claims.md").write_text(redacted, encoding="utf-8")
+    assert run("ingest", str(corpus), "--json")[0] == 0
+    (corpus / "claims.md").write_text(
+        f"# Claims\n\nThe claimant is {CANARY} of Port Road, born 1970.\n", encoding="utf-8")
+    code, out, _ = run("ingest", str(corpus), "--json")
+    assert code == 3 and [q["reason_code"] for q in as_json(out)["quarantined"]] == ["DRIFT"]
+    assert not any(CANARY in t for t in served(run, "user:board", "claimant born"))
+
+
+def test_the_drift_thresholds_are_settings(run: Run, tmp_path: Path) -> None:
+    corpus = setup(run, tmp_path)
+    (corpus / "rates.md").write_text(RATES, encoding="utf-8")
+    assert run("ingest", str(corpus), "--json")[0] == 0
+    (tmp_path / "affidavit.toml").write_text(GRANTS + "\n[drift]\nmax_block_loss = 1.0\n"
+                                             "max_coverage_loss = 1.0\n", encoding="utf-8")
+    (corpus / "rates.md").write_text(RATES_FLATTENED, encoding="utf-8")
+    code, out, _ = run("ingest", str(corpus), "--json")
+    assert code == 0 and as_json(out)["ingested"] == 1
