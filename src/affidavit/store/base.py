@@ -334,6 +334,19 @@ class Store(Protocol):
         """The stored raw bytes (the authority everything else is derived from)."""
         ...
 
+    # ---- requalification (affidavit.index.requalify) ---------------------------------
+    def version_chunks(self, tenant: str, version_id: str) -> list[Chunk]:
+        """Every chunk of one version in reading order with its derived-text labels,
+        whatever its label or epoch: what requalification compares, never served."""
+        ...
+
+    def restamp_version(self, tenant: str, version_id: str, *, label_epoch: str, witness: str,
+                        fingerprint: str) -> None:
+        """Mark a version derived under the current epochs, in place, once a derivation
+        under them gave the same labels, chunks and SIRE proposal (its ids and vectors
+        stay); the served corpus changes, so its generation does too."""
+        ...
+
     # ---- vectors (one table per deployment, keyed by model id) -----------------------
     def chunks_missing_vectors(self, tenant: str, model_id: str, limit: int, *,
                                labels: Sequence[str] | None = None,
