@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from affidavit.config import AclSettings, Settings, VectorSettings
+from affidavit.config import AclSettings, ChunkingSettings, Settings, VectorSettings
 from affidavit.identity.lifecycle import approve_sires
 from affidavit.index import HashEmbeddingBackend
 from affidavit.index.requalify import Requalifier
@@ -61,3 +61,31 @@ def test_requalification_restamps_unaffected_versions_and_rederives_affected_one
     # Current now: a plain run of the same listing derives nothing again.
     summary = Ingestor(store, CHANGED).run([StaticSource([doc("crane"), doc("travel")])])
     assert (summary.count("unchanged"), summary.relabelled) == (2, [])
+
+
+SECTIONS = ["# Yard\n\nThe yard opens at six and closes at ten every weekday evening.\n",
+            "# Quay\n\nContainers wait on the quay until the customs officer clears them.\n",
+            "# Shed\n\nPallets in the shed are counted every Friday by the night shift.\n"]
+
+
+def section_doc(sections: list[str]) -> SourceDocument:
+    body = "\n".join(sections).encode()
+    return SourceDocument("memory", "port", sha256_hex(body), body, "port.md",
+                          DocumentMetadata(source_id="port", title="port"))
+
+
+SMALL_CHUNKS = SETTINGS.replace(chunking=ChunkingSettings(max_chars=90, min_chars=10,
+                                                         overlap_chars=0))
+
+
+def test_an_edited_document_re_embeds_only_its_changed_chunks(store: Store) -> None:
+    first = Ingestor(store, SMALL_CHUNKS).run([StaticSource([section_doc(SECTIONS)])])
+    assert first.vectors["embedded"] == 3
+    edited = [SECTIONS[0], SECTIONS[1].replace("customs officer", "harbour master"),
+              SECTIONS[2]]
+    second = Ingestor(store, SMALL_CHUNKS).run([StaticSource([section_doc(edited)])])
+    assert second.count("ingested") == 1 and second.vectors["embedded"] == 1
+    model = HashEmbeddingBackend(32).model_id
+    head = store.heads(TENANT)[0]
+    chunk_ids = {c.chunk_id for c in store.version_chunks(TENANT, head.version_id)}
+    assert len(chunk_ids) == 3 and chunk_ids == set(store.head_vectors(TENANT, model)[0])

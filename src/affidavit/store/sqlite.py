@@ -277,6 +277,16 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
                            (tenant, node_id)).fetchone()
         previous = str(row[0]) if row and row[0] is not None else None
         if previous:
+            if version_id is not None:
+                # An unchanged chunk (same text, same label) keeps its vector: the backend
+                # embeds only what changed.
+                conn.execute(
+                    "INSERT OR IGNORE INTO vectors (tenant_id, model_id, chunk_id, dim, "
+                    "vector) SELECT v.tenant_id, v.model_id, n.chunk_id, v.dim, v.vector "
+                    "FROM chunks o JOIN vectors v ON v.tenant_id = o.tenant_id AND "
+                    "v.chunk_id = o.chunk_id JOIN chunks n ON n.tenant_id = o.tenant_id AND "
+                    "n.version_id = ? AND n.text = o.text AND n.label = o.label "
+                    "WHERE o.tenant_id = ? AND o.version_id = ?", (version_id, tenant, previous))
             self._retire_version(conn, tenant, previous)
         conn.execute(
             "INSERT INTO head_map VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, node_id) "
