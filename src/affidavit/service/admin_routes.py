@@ -26,6 +26,7 @@ from affidavit.errors import InputRejected, NotFound
 from affidavit.identity.lifecycle import approve_sire
 from affidavit.identity.sire_labels import sire_records_for
 from affidavit.query import Engine
+from affidavit.service.ingest_routes import ingest_jobs, run_screen
 from affidavit.service.keys import describe
 from affidavit.service.schemas import PROBLEMS
 from affidavit.service.state import AdminCaller, IngestCaller, ReviewCaller, service_state
@@ -167,24 +168,38 @@ async def list_runs(request: Request, caller: IngestCaller, limit: int = 50) -> 
 
 @router.get("/v1/admin/runs/{run_id}", responses=PROBLEMS)
 async def show_run(run_id: str, request: Request, caller: IngestCaller) -> dict[str, Any]:
+    """The run, naming only the documents the caller may see (``run_views``)."""
+    jobs = ingest_jobs(request)
+
     def show(engine: Engine) -> dict[str, Any]:
         run = engine.store.get_run(caller.tenant, run_id)
         if run is None:
             raise NotFound(f"no run {run_id}")
+        summary, quarantined = run_screen(engine, caller).run_view(
+            json.loads(run.summary_json or "{}"),
+            engine.store.list_quarantine(caller.tenant, run.run_id),
+            jobs.submitter(caller.tenant, run))
         return {"run_id": run.run_id, "status": run.status, "started_at": run.started_at,
-                "finished_at": run.finished_at, "summary": json.loads(run.summary_json or "{}"),
-                "quarantined": [q.__dict__ for q in engine.store.list_quarantine(
-                    caller.tenant, run.run_id)]}
+                "finished_at": run.finished_at, "summary": summary,
+                "quarantined": quarantined}
     return await service_state(request).call(caller, show)
 
 
 @router.get("/v1/admin/quarantine", responses=PROBLEMS)
 async def list_quarantine(request: Request, caller: IngestCaller, run_id: str | None = None,
                           all: bool = False) -> dict[str, Any]:
-    """Quarantined documents (unreleased ones unless ``all``)."""
-    records = await service_state(request).call(
-        caller, lambda engine: engine.store.list_quarantine(caller.tenant, run_id))
-    return {"quarantined": [q.__dict__ for q in records if all or q.released_by is None]}
+    """Quarantined documents (unreleased ones unless ``all``) the caller may see named."""
+    jobs = ingest_jobs(request)
+
+    def listing(engine: Engine) -> list[dict[str, Any]]:
+        records = [q for q in engine.store.list_quarantine(caller.tenant, run_id)
+                   if all or q.released_by is None]
+        runs = {r: engine.store.get_run(caller.tenant, r) for r in {q.run_id for q in records}}
+        submitters = {r: jobs.submitter(caller.tenant, run) if run is not None else None
+                      for r, run in runs.items()}
+        return run_screen(engine, caller).quarantine(
+            (q, submitters[q.run_id]) for q in records)
+    return {"quarantined": await service_state(request).call(caller, listing)}
 
 
 @router.post("/v1/admin/quarantine/release", responses=PROBLEMS)

@@ -25,10 +25,11 @@ from affidavit.config import Settings
 from affidavit.errors import AffidavitError, InputRejected, NotFound
 from affidavit.ingest import Ingestor
 from affidavit.records import DocumentMetadata, SourceDocument, canonical_json
+from affidavit.service.run_views import RunScreen
 from affidavit.sources import StaticSource, listing_key, location_scheme, parse_metadata
 from affidavit.sources import source_for as transport_for
 from affidavit.sources.base import Transport
-from affidavit.store.base import Store
+from affidavit.store.base import RunRecord, Store
 
 UPLOAD_SYSTEM = "upload"
 # A run waiting for another run of its tenant waits this long before it fails.
@@ -102,14 +103,22 @@ class IngestJobs:
         self.settings = settings
         self._store = store
         self._pending: dict[str, PendingRun] = {}
+        # run id -> (tenant, principal that submitted it): the names of a submission that
+        # never reached the store are shown to that principal only (run_views). Kept in
+        # this process (and in a queued run's parameters): elsewhere they stay withheld.
+        self._submitters: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="affidavit-ingest")
 
     def start(self, tenant: str, transport: Transport | None,
-              documents: Sequence[SourceDocument] = (), *, listing: str | None = None) -> str:
+              documents: Sequence[SourceDocument] = (), *, listing: str | None = None,
+              submitted_by: str | None = None) -> str:
         """Start a run of ``documents`` (an upload) or of ``transport`` (a URL)."""
         run_id = "run-" + uuid.uuid4().hex[:16]
         store = self._store()
+        with self._lock:
+            if submitted_by is not None:
+                self._submitters[run_id] = (tenant, submitted_by)
         if store.backend == "postgres" and transport is None:
             self._enqueue(store, tenant, run_id, documents)
             return run_id
@@ -149,18 +158,30 @@ class IngestJobs:
 
         assert isinstance(store, PostgresStore)
         ingestor = Ingestor(store, self.settings, tenant=tenant)
+        submitter = self._submitters.get(run_id, (tenant, None))[1]
         enqueue_documents(store, tenant, run_id, documents, params_json=canonical_json(
-            {"epoch": ingestor.epoch, "queued": True}))
+            {"epoch": ingestor.epoch, "queued": True, "submitted_by": submitter}))
 
-    def status(self, tenant: str, run_id: str) -> dict[str, Any]:
-        """The run as the API shows it; NotFound for a run of another tenant."""
+    def submitter(self, tenant: str, run: RunRecord) -> str | None:
+        """The principal that submitted ``run`` over this service, when known."""
+        recorded = json.loads(run.params_json or "{}").get("submitted_by")
+        if isinstance(recorded, str):
+            return recorded
+        with self._lock:
+            known = self._submitters.get(run.run_id)
+        return known[1] if known is not None and known[0] == tenant else None
+
+    def status(self, tenant: str, run_id: str, screen: RunScreen) -> dict[str, Any]:
+        """The run as the API shows it to the caller ``screen`` is for (document names it
+        may not see withheld); NotFound for a run of another tenant."""
         run = self._store().get_run(tenant, run_id)
         if run is not None:
             status = "RUNNING" if run.status == "QUEUED" else run.status
-            summary = json.loads(run.summary_json or "{}")
-            quarantined = [{"alias": q.alias, "source_id": q.source_id,
-                            "reason_code": q.reason_code, "message": q.message}
-                           for q in self._store().list_quarantine(tenant, run_id)]
+            summary, entries = screen.run_view(
+                json.loads(run.summary_json or "{}"),
+                self._store().list_quarantine(tenant, run_id), self.submitter(tenant, run))
+            quarantined = [{k: q[k] for k in ("alias", "source_id", "reason_code", "message")}
+                           for q in entries]
             return {"run_id": run.run_id, "status": status, "queued": run.status == "QUEUED",
                     "started_at": run.started_at, "finished_at": run.finished_at,
                     "summary": summary, "quarantined": quarantined}
@@ -174,13 +195,14 @@ class IngestJobs:
                 "summary": {"failure": pending.failure} if pending.failure else {},
                 "quarantined": []}
 
-    def boundary(self, tenant: str, run_id: str) -> dict[str, Any]:
+    def boundary(self, tenant: str, run_id: str, screen: RunScreen) -> dict[str, Any]:
         """The run's boundary record and its dead-letter (quarantine) entries."""
-        view = self.status(tenant, run_id)
-        dlq = [{"alias": q.alias, "source_id": q.source_id, "reason_code": q.reason_code,
-                "message": q.message, "at": q.at, "released_by": q.released_by,
-                "released_at": q.released_at}
-               for q in self._store().list_quarantine(tenant, run_id)]
+        view = self.status(tenant, run_id, screen)
+        run = self._store().get_run(tenant, run_id)
+        entries = [] if run is None else screen.run_view(
+            {}, self._store().list_quarantine(tenant, run_id), self.submitter(tenant, run))[1]
+        dlq = [{k: q[k] for k in ("alias", "source_id", "reason_code", "message", "at",
+                                  "released_by", "released_at")} for q in entries]
         return {"run_id": run_id, "status": view["status"],
                 "boundary": view["summary"].get("boundary") or {}, "dlq": dlq}
 

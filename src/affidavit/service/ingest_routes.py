@@ -11,7 +11,9 @@ from fastapi import APIRouter, Request
 from starlette.datastructures import UploadFile
 
 from affidavit.errors import InputRejected
+from affidavit.query import Engine
 from affidavit.records import DocumentMetadata
+from affidavit.service.auth import Credential
 from affidavit.service.ingest_jobs import (
     IngestJobs,
     Upload,
@@ -20,6 +22,7 @@ from affidavit.service.ingest_jobs import (
     remote_transport,
     upload_documents,
 )
+from affidavit.service.run_views import RunScreen
 from affidavit.service.schemas import PROBLEMS
 from affidavit.service.state import IngestCaller, service_state
 
@@ -68,14 +71,16 @@ async def start_ingest(request: Request, caller: IngestCaller) -> dict[str, Any]
         source = _source_url(await request.body())
         transport = remote_transport(source, state.settings)
         run_id = await state.call(caller, lambda _: jobs.start(
-            caller.tenant, transport, listing=listing_for(source)))
+            caller.tenant, transport, listing=listing_for(source),
+            submitted_by=caller.principal))
         return {"run_id": run_id, "status": "RUNNING"}
     if not content_type.startswith("multipart/form-data"):
         raise InputRejected("UNSUPPORTED_MEDIA_TYPE",
                             "send multipart/form-data files or a JSON {\"source\": URL}")
     uploads = await _uploads(request)
     documents = upload_documents(uploads, state.settings.ingest.max_document_bytes)
-    run_id = await state.call(caller, lambda _: jobs.start(caller.tenant, None, documents))
+    run_id = await state.call(caller, lambda _: jobs.start(caller.tenant, None, documents,
+                                                            submitted_by=caller.principal))
     return {"run_id": run_id, "status": "RUNNING", "documents": len(documents)}
 
 
@@ -83,8 +88,8 @@ async def start_ingest(request: Request, caller: IngestCaller) -> dict[str, Any]
 async def ingest_status(run_id: str, request: Request, caller: IngestCaller) -> dict[str, Any]:
     """RUNNING, COMPLETED, DEGRADED or FAILED, with the summary and quarantine reasons."""
     jobs = ingest_jobs(request)
-    return await service_state(request).call(caller, lambda _: jobs.status(caller.tenant,
-                                                                            run_id))
+    return await service_state(request).call(caller, lambda engine: jobs.status(
+        caller.tenant, run_id, run_screen(engine, caller)))
 
 
 @router.get("/{run_id}/boundary", responses=PROBLEMS)
@@ -92,8 +97,13 @@ async def ingest_boundary(run_id: str, request: Request,
                           caller: IngestCaller) -> dict[str, Any]:
     """The run's geometric boundary record and its dead-letter (quarantine) entries."""
     jobs = ingest_jobs(request)
-    return await service_state(request).call(caller, lambda _: jobs.boundary(caller.tenant,
-                                                                              run_id))
+    return await service_state(request).call(caller, lambda engine: jobs.boundary(
+        caller.tenant, run_id, run_screen(engine, caller)))
+
+
+def run_screen(engine: Engine, caller: Credential) -> RunScreen:
+    """The document names of runs the caller may see (:mod:`affidavit.service.run_views`)."""
+    return RunScreen(engine.store, engine.authz_context(caller.principal), caller.principal)
 
 
 def _source_url(body: bytes) -> str:

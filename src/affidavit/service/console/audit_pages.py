@@ -20,6 +20,7 @@ from affidavit.service.console.views import (
     ledger_rows,
     replay_record,
 )
+from affidavit.service.ingest_routes import ingest_jobs
 from affidavit.service.state import service_state
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -83,7 +84,9 @@ async def _review_page(request: Request, visitor: Visitor, message: str | None =
     state = service_state(request)
     proposals = (await state.call(caller, lambda e: review_views.proposals(e, caller))
                  if visitor.may("review") else [])
-    runs = (await state.call(caller, lambda e: review_views.runs(e, caller))
+    jobs = ingest_jobs(request)
+    runs = (await state.call(caller, lambda e: review_views.runs(
+        e, caller, lambda run: jobs.submitter(caller.tenant, run)))
             if visitor.may("ingest") else [])
     return html("review.html", me=await who(request, caller), visitor=visitor,
                 active="review", proposals=proposals, runs=runs, message=message)

@@ -10,6 +10,7 @@ previous version is shown the same way. Approval goes through
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +22,8 @@ from affidavit.identity.lifecycle import approve_sire
 from affidavit.identity.sire_labels import sire_records_for
 from affidavit.query import Engine
 from affidavit.service.auth import Credential
-from affidavit.store.base import QuarantineRecord, SireRecord
+from affidavit.service.run_views import RunScreen
+from affidavit.store.base import QuarantineRecord, RunRecord, SireRecord
 
 REJECTED = "REJECTED"
 _TERMS = ("included", "relevant", "excluded")
@@ -103,13 +105,18 @@ class RunView:
     quarantined: tuple[QuarantineRecord, ...]
 
 
-def runs(engine: Engine, caller: Credential, limit: int = 20) -> list[RunView]:
-    """Recent ingest runs and their quarantine (what ``/v1/admin/runs/{id}`` serves)."""
+def runs(engine: Engine, caller: Credential, submitter: Callable[[RunRecord], str | None],
+         limit: int = 20) -> list[RunView]:
+    """Recent ingest runs and their quarantine, naming only the documents the caller may
+    see (what ``/v1/admin/runs/{id}`` serves; ``submitter`` names who submitted a run)."""
+    screen = RunScreen(engine.store, engine.authz_context(caller.principal), caller.principal)
     shown = []
     for run in engine.store.list_runs(caller.tenant, limit=limit):
+        summary, entries = screen.run_view(
+            json.loads(run.summary_json or "{}"),
+            engine.store.list_quarantine(caller.tenant, run.run_id), submitter(run))
         shown.append(RunView(run.run_id, run.status, run.started_at, run.finished_at,
-                             json.loads(run.summary_json or "{}"),
-                             tuple(engine.store.list_quarantine(caller.tenant, run.run_id))))
+                             summary, tuple(QuarantineRecord(**q) for q in entries)))
     return shown
 
 

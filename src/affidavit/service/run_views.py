@@ -1,0 +1,124 @@
+"""What a service caller may see of ingestion runs: a document's name is derived text that
+carries its document's label.
+
+A run's summary and quarantine name documents: the ones it ingested or quarantined, every
+stale document of the tenant that a policy change made it relabel, the ones its listing
+withdrew, the ones its boundary left out, the ones whose links did not resolve. A name
+reaches a caller only when the caller may read that whole document now (the rule
+references follow, :class:`~affidavit.references.access.ReadableEnds`), or when no document
+of the tenant has that name (a submission that never reached the store) and the caller is
+the principal that submitted the run.
+
+One screen covers every part of a run view: any list element (a string, or an object with
+any string in it) that mentions a name the caller may not see is left out, and any other
+string that mentions one is replaced; so a field added to the summary later is covered
+without being named here. The candidates are every head document's path in the tenant and
+every name the run itself lists, so a name is withheld even where it appears inside a
+message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from affidavit.records import AuthzContext
+from affidavit.references.access import ReadableEnds
+from affidavit.store.base import QuarantineRecord, Store
+
+WITHHELD_NAME = "[withheld]"
+# Summary lists whose entries are document paths (``moved`` holds "old -> new").
+_NAME_LISTS = ("relabelled", "withdrawn", "moved")
+
+
+class RunScreen:
+    """The names of runs one caller may see, decided once per view."""
+
+    def __init__(self, store: Store, authz: AuthzContext, principal: str):
+        self._principal = principal
+        self._ends = ReadableEnds(store, authz)
+        self._heads = {h.alias: h.node_id for h in store.heads(authz.tenant)}
+
+    def run_view(self, summary: Mapping[str, Any], quarantine: Sequence[QuarantineRecord],
+                 submitted_by: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The summary and the quarantine entries of one run, as this caller may see them."""
+        entries = [dict(q.__dict__) for q in quarantine]
+        hidden = self._hidden(_run_names(summary, quarantine), submitted_by,
+                              _strings([summary, entries]))
+        own = self._own(submitted_by)
+        return _screened(dict(summary), hidden, own), _screened(entries, hidden, own)
+
+    def quarantine(self, records: Iterable[tuple[QuarantineRecord, str | None]]
+                   ) -> list[dict[str, Any]]:
+        """Quarantine entries of several runs (each with its run's submitter)."""
+        shown: list[dict[str, Any]] = []
+        for record, submitted_by in records:
+            entry = dict(record.__dict__)
+            hidden = self._hidden(_run_names({}, [record]), submitted_by, _strings(entry))
+            shown.extend(_screened([entry], hidden, self._own(submitted_by)))
+        return shown
+
+    def _own(self, submitted_by: str | None) -> bool:
+        return submitted_by is not None and submitted_by == self._principal
+
+    def _hidden(self, run_names: set[str], submitted_by: str | None,
+                text: str) -> tuple[str, ...]:
+        """The names mentioned in ``text`` that the caller may not see (a head document is
+        checked only when the view mentions it: readability costs a store read)."""
+        own = self._own(submitted_by)
+        hidden = {alias for alias, node in self._heads.items()
+                  if alias in text and not self._ends.document(node)}
+        # A source id is withheld like a path: it names the document as much as its path.
+        hidden |= {n for n in run_names if n not in self._heads and not own}
+        return tuple(sorted((n for n in hidden if n), key=len, reverse=True))
+
+
+def _run_names(summary: Mapping[str, Any], quarantine: Sequence[QuarantineRecord]) -> set[str]:
+    """The names a run lists: paths, and the source ids of its quarantine entries."""
+    pairs = [(q.alias, q.source_id) for q in quarantine]
+    pairs += [(str(e.get("alias") or ""), str(e.get("source_id") or ""))
+              for e in summary.get("quarantined") or () if isinstance(e, Mapping)]
+    names = {part for pair in pairs for part in pair}
+    for key in _NAME_LISTS:
+        for entry in summary.get(key) or ():
+            if isinstance(entry, str):
+                names.update(part.strip() for part in entry.split(" -> "))
+    return names
+
+
+def _strings(value: Any) -> str:
+    """Every string in ``value`` (keys too), one a line: what a name could hide in."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return "\n".join(_strings(k) + "\n" + _strings(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return "\n".join(_strings(v) for v in value)
+    return ""
+
+
+def _mentions(value: Any, hidden: tuple[str, ...]) -> bool:
+    if isinstance(value, str):
+        return any(name in value for name in hidden)
+    if isinstance(value, Mapping):
+        return any(_mentions(k, hidden) or _mentions(v, hidden) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_mentions(v, hidden) for v in value)
+    return False
+
+
+def _screened(value: Any, hidden: tuple[str, ...], own: bool) -> Any:
+    """``value`` without the names in ``hidden``. In the caller's own run an entry (an
+    object in a list) keeps its place with the names withheld, so that the submitter learns
+    why a document it sent was refused; elsewhere it is left out, count and all."""
+    if not hidden:
+        return value
+    if isinstance(value, Mapping):
+        return {k: _screened(v, hidden, own) for k, v in value.items()
+                if not _mentions(k, hidden)}
+    if isinstance(value, list | tuple):
+        return [_screened(v, hidden, own) for v in value
+                if not _mentions(v, hidden) or (own and isinstance(v, Mapping))]
+    if isinstance(value, str) and _mentions(value, hidden):
+        return WITHHELD_NAME
+    return value

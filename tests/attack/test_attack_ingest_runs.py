@@ -1,0 +1,111 @@
+"""Attacks on the ingestion-run views (``/v1/ingest/{id}``, ``/v1/ingest/{id}/boundary``,
+``/v1/admin/runs/{id}``, ``/v1/admin/quarantine``): a run names documents (aliases, source
+ids, quarantine messages, the documents a policy change relabelled, the documents its
+boundary left out), and a file name is derived text that carries its document's label.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import httpx
+import pytest
+
+from affidavit.service import issue_key
+from affidavit.store import SQLiteStore
+from tests.service.conftest import NOW, Deployment, RunningService, build_deployment
+
+# Paths of the canary corpus that user:sam (staff, INTERNAL only) may not read.
+UNREADABLE_TO_SAM = ("board/minutes", "hr/case-017", "finance/q3-results",
+                     "legal/contracts/supplier")
+NOTE = b"# rota\n\nThe printer rota for the third floor changes in spring.\n"
+ROTA_META = {"rota.md": {"classification": "INTERNAL", "acl": ["group:staff#member"]}}
+SECRET_NAME = "acme-takeover-plan.md"
+
+
+@pytest.fixture(scope="module")
+def runs_deployment(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
+    deployment = build_deployment(tmp_path_factory.mktemp("attack-runs"))
+    store = SQLiteStore(deployment.db)
+    try:
+        tenant = deployment.settings.tenant
+        deployment.keys["sam-ingester"] = issue_key(store, tenant, "user:sam",
+                                                    role="ingester").key
+        deployment.keys["admin"] = issue_key(store, tenant, "user:ada", role="admin").key
+        # The changed policy below labels "bookings" paragraphs PII; sam may read those.
+        store.grant(tenant, "user:sam", ["PII"], at=NOW)
+    finally:
+        store.close()
+    return deployment
+
+
+@pytest.fixture(scope="module")
+def changed_policy_service(runs_deployment: Deployment) -> Iterator[RunningService]:
+    """The deployment served under a sensitivity policy with one more keyword rule, which
+    every document of the canary corpus matches: the next run relabels them all."""
+    settings = runs_deployment.settings
+    keywords = {**settings.sensitivity.keywords, "PII": ("bookings",)}
+    changed = settings.replace(sensitivity=replace(settings.sensitivity, keywords=keywords))
+    with runs_deployment.serve(changed) as running:
+        yield running
+
+
+def _upload(client: httpx.Client, files: dict[str, bytes],
+            metadata: dict[str, Any]) -> str:
+    started = client.post("/v1/ingest", files=[("files", (n, c)) for n, c in files.items()],
+                          data={"metadata": json.dumps(metadata)})
+    assert started.status_code == 202, started.text
+    return str(started.json()["run_id"])
+
+
+def _finished(client: httpx.Client, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    while True:
+        body: dict[str, Any] = client.get(f"/v1/ingest/{run_id}").json()
+        if body["status"] != "RUNNING" or time.monotonic() > deadline:
+            return body
+        time.sleep(0.1)
+
+
+def _run_bodies(client: httpx.Client, run_id: str) -> list[str]:
+    return [client.get(f"/v1/ingest/{run_id}").text,
+            client.get(f"/v1/ingest/{run_id}/boundary").text,
+            client.get(f"/v1/admin/runs/{run_id}").text,
+            client.get("/v1/admin/quarantine", params={"all": True}).text,
+            client.get("/v1/admin/quarantine", params={"run_id": run_id}).text]
+
+
+def test_a_run_names_to_its_caller_only_documents_the_caller_may_read(
+        changed_policy_service: RunningService, runs_deployment: Deployment) -> None:
+    with changed_policy_service.client(runs_deployment.keys["sam-ingester"]) as client:
+        run_id = _upload(client, {"rota.md": NOTE}, ROTA_META)
+        final = _finished(client, run_id)
+        bodies = _run_bodies(client, run_id)
+    assert final["status"] == "COMPLETED", final
+    # The relabelling this run did is named where the caller may read the document ...
+    assert "handbook.md" in final["summary"]["relabelled"], final
+    # ... and nowhere else.
+    for body in bodies:
+        leaked = [name for name in UNREADABLE_TO_SAM if name in body]
+        assert not leaked, (leaked, body)
+
+
+def test_a_failed_submission_is_named_only_to_the_principal_that_submitted_it(
+        changed_policy_service: RunningService, runs_deployment: Deployment) -> None:
+    keys = runs_deployment.keys
+    broken = b"---\nacl: [\n---\n# plan\n\nThe plan.\n"
+    with changed_policy_service.client(keys["admin"]) as client:
+        run_id = _upload(client, {SECRET_NAME: broken}, {})
+        final = _finished(client, run_id)
+    assert final["status"] == "DEGRADED", final
+    assert [q["alias"] for q in final["quarantined"]] == [f"upload/{SECRET_NAME}"]
+    with changed_policy_service.client(keys["sam-ingester"]) as client:
+        bodies = _run_bodies(client, run_id)
+        runs = client.get("/v1/admin/runs").json()["runs"]
+        bodies += [client.get(f"/v1/admin/runs/{r['run_id']}").text for r in runs]
+    for body in bodies:
+        assert "acme-takeover" not in body, body
