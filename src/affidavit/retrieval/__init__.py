@@ -5,8 +5,9 @@ The names below are imported on first use (PEP 562), so that importing one of th
 does not load every sibling module and what they import.
 """
 
-import importlib as _importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from affidavit.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from affidavit.retrieval.fusion import DEFAULT_RRF_K, FusedItem, rrf_fuse, rrf_scores
@@ -58,21 +59,11 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 # Only the exported names stay public.
-del TYPE_CHECKING, Any
+del TYPE_CHECKING, lazy_exports
 
 
 __all__ = [
