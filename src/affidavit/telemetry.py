@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
+import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -28,8 +31,8 @@ from affidavit.errors import ConfigurationError
 from affidavit.metrics import record_answer, record_stage
 
 EXPORTERS = ("none", "otlp", "console")
-__all__ = ["EXPORTERS", "AttributeValue", "TelemetrySettings", "add_evaluation", "configure",
-           "count_answer", "extract_format", "fetched", "flush", "id_hash", "meter",
+__all__ = ["EXPORTERS", "HASH_KEY_ENV", "AttributeValue", "TelemetrySettings", "add_evaluation",
+           "configure", "count_answer", "extract_format", "fetched", "flush", "id_hash", "meter",
            "set_attributes", "stage", "traced", "tracer"]
 _SCOPE = "affidavit"
 _lock = threading.Lock()
@@ -40,9 +43,26 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def id_hash(value: str) -> str:
-    """A stable, non-reversible stand-in for a high-cardinality identifier."""
-    return hashlib.sha256(("affidavit-telemetry:" + value).encode("utf-8")).hexdigest()[:16]
+HASH_KEY_ENV = "AFFIDAVIT_TELEMETRY_HASH_KEY"
+"""The environment variable holding the deployment's secret key for :func:`id_hash`."""
+
+
+@functools.cache
+def _hash_key() -> bytes:
+    """The key of :func:`id_hash`: the deployment's secret when set (the same hashes in every
+    process), else a random key of this process. Never a setting: settings are recorded."""
+    configured = os.environ.get(HASH_KEY_ENV, "")
+    return configured.encode("utf-8") if configured else secrets.token_bytes(32)
+
+
+def id_hash(value: str, *, key: bytes | None = None) -> str:
+    """A stable stand-in for a high-cardinality identifier (a principal, a source id).
+
+    Keyed (HMAC-SHA256): an unkeyed hash of a guessable value, a principal's name or a
+    file's path, lets anyone who reads the telemetry confirm a guess; without the key the
+    hash says nothing about the value."""
+    secret = _hash_key() if key is None else key
+    return hmac.new(secret, value.encode("utf-8"), hashlib.sha256).hexdigest()[:16]
 
 
 def tracer() -> trace.Tracer:

@@ -11,12 +11,14 @@ from pathlib import Path
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from affidavit.telemetry import id_hash
+from affidavit.telemetry import HASH_KEY_ENV, id_hash
 from tests.telemetry.otlp_receiver import otlp_receiver
 
 CANARY = "CNRYOTEL7731"
 SENTENCE = "The quarterly harbour levy for berth seven is settled by the pilot office"
 QUESTION = "Who settles the quarterly harbour levy for berth seven?"
+HASH_KEY = "deployment-secret-for-telemetry-hashes"
+KEY = HASH_KEY.encode()
 SETTINGS = """tenant = "acme"
 [authz]
 tuples = ["group:staff#member@user:reader"]
@@ -27,7 +29,7 @@ tuples = ["group:staff#member@user:reader"]
 
 def cli(workdir: Path, endpoint: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "AFFIDAVIT_TELEMETRY__EXPORTER": '"otlp"',
-           "AFFIDAVIT_TELEMETRY__ENDPOINT": f'"{endpoint}"'}
+           "AFFIDAVIT_TELEMETRY__ENDPOINT": f'"{endpoint}"', HASH_KEY_ENV: HASH_KEY}
     env.pop("AFFIDAVIT_DB", None)
     return subprocess.run([sys.executable, "-m", "affidavit.cli", *args], cwd=workdir, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
@@ -74,7 +76,7 @@ def test_spans_are_stages_nested_and_hashed_and_carry_no_text(tmp_path: Path) ->
     ask = next(s for s in spans if s.name == "query.ask")
     assert {s.trace_id for s in spans if s.name.startswith("query.")} == {ask.trace_id}
     extract = attributes(next(s for s in spans if s.name == "extract.md"))
-    assert extract["affidavit.source_id_hash"] == id_hash(f"levy-{CANARY}.md")
+    assert extract["affidavit.source_id_hash"] == id_hash(f"levy-{CANARY}.md", key=KEY)
     assert len(str(extract["affidavit.raw_digest_prefix"])) == 12
     chat = attributes(next(s for s in spans if s.name == "chat extractive-v1"))
     assert chat["gen_ai.operation.name"] == "chat"
@@ -87,7 +89,7 @@ def test_spans_are_stages_nested_and_hashed_and_carry_no_text(tmp_path: Path) ->
         "gen_ai.evaluation.name", "gen_ai.evaluation.score.label",
         "gen_ai.evaluation.score.value"}
     authz = attributes(next(s for s in spans if s.name == "query.authz_context"))
-    assert authz["affidavit.principal_hash"] == id_hash("user:reader")
+    assert authz["affidavit.principal_hash"] == id_hash("user:reader", key=KEY)
     exported = received.every_byte()
     for text in (CANARY, SENTENCE, QUESTION, "harbour levy", "user:reader", "levy-"):
         assert text.encode() not in exported, text

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import httpx
 
-from affidavit.telemetry import id_hash
+from affidavit.telemetry import HASH_KEY_ENV, id_hash
 from tests.service.test_service_serve_cli import free_port
 from tests.telemetry.otlp_receiver import otlp_receiver
 from tests.telemetry.test_telemetry_otlp import CANARY, QUESTION, SENTENCE, SETTINGS
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0736aa"
+HASH_KEY = "deployment-secret-for-telemetry-hashes"
 PARENT = "00f067aa0ba902b7"
 
 
@@ -53,7 +54,7 @@ def test_the_service_continues_the_callers_trace_and_logs_no_content(tmp_path: P
     with otlp_receiver() as (endpoint, received):
         env = {k: v for k, v in os.environ.items() if not k.startswith("AFFIDAVIT_")}
         env.update({"AFFIDAVIT_TELEMETRY__EXPORTER": '"otlp"',
-                    "AFFIDAVIT_TELEMETRY__ENDPOINT": f'"{endpoint}"'})
+                    "AFFIDAVIT_TELEMETRY__ENDPOINT": f'"{endpoint}"', HASH_KEY_ENV: HASH_KEY})
         _run(tmp_path, env, "init")
         _run(tmp_path, env, "ingest", str(corpus))
         _run(tmp_path, env, "sire", "approve", "--all", "--by", "user:curator")
@@ -88,7 +89,7 @@ def test_the_service_continues_the_callers_trace_and_logs_no_content(tmp_path: P
               if line.startswith("{") and '"affidavit.access"' in line]
     (line,) = [a for a in access if a["route"] == "/v1/query"]
     assert line["trace_id"] == TRACE_ID and line["status"] == 200
-    assert line["principal_hash"] == id_hash("user:reader")
+    assert line["principal_hash"] == id_hash("user:reader", key=HASH_KEY.encode())
     assert line["request_id"] == response.headers["x-request-id"]
     assert isinstance(line["duration_ms"], float)
     for text in (CANARY, SENTENCE, QUESTION, "user:reader", key):
