@@ -22,6 +22,7 @@ DEFAULT_PRINCIPAL = "user:sam.reed"
 DEFAULT_QUESTION = "What is the nightly hotel limit for business travel?"
 LOCAL_STABILITY_DRAWS = 2
 """Seeded draws the demo asks the local model for, so that L3 and L4 run."""
+SMALL_TEMPLATE = "cfpo-small-v1"
 _SHOWN_LAYERS = (("l1_confidence", "L1"), ("contrastive", "Δ"), ("l3_stability", "L3"),
                  ("l4_representation", "L4"))
 
@@ -35,16 +36,27 @@ def examples_root() -> Path:
 
 
 def demo_settings(root: Path, model: str | None) -> config_module.Settings:
-    """The example's settings; with ``model``, answered by that provider instead (the
-    local model also draws twice, so that L3 and L4 run)."""
+    """The example's settings; with ``model``, answered by that provider instead."""
     settings = config_module.load(root / "affidavit.toml")
     if model is None:
         return settings
     settings = settings.replace(answer=dataclasses.replace(settings.answer, provider=model))
-    if model == "local" and settings.provider.stability_draws == 0:
-        settings = settings.replace(provider=dataclasses.replace(
-            settings.provider, stability_draws=LOCAL_STABILITY_DRAWS))
+    if model == "local":
+        settings = local_model_settings(settings)
     return settings
+
+
+def local_model_settings(settings: config_module.Settings) -> config_module.Settings:
+    """``settings`` made for the small default local model: its short prompt template,
+    three evidence items (its context and its attention span are small), answers of at
+    most 128 tokens, and two seeded stability draws so that L3 and L4 run."""
+    return settings.replace(
+        answer=dataclasses.replace(settings.answer, provider="local", template=SMALL_TEMPLATE,
+                                   max_evidence=min(settings.answer.max_evidence, 3)),
+        local=dataclasses.replace(settings.local, max_tokens=min(settings.local.max_tokens,
+                                                                 128)),
+        provider=dataclasses.replace(settings.provider, stability_draws=max(
+            settings.provider.stability_draws, LOCAL_STABILITY_DRAWS)))
 
 
 def run_demo(*, question: str | None, principal: str | None, as_json: bool,

