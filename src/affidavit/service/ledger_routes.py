@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 
 from affidavit.authz import may_view_record
 from affidavit.errors import NotFound
-from affidavit.ledger.record import WITHHELD, redact_for
+from affidavit.ledger.record import WITHHELD, redact_for, referenced_chunk_ids
 from affidavit.ledger.replay_record import replay
 from affidavit.query import Engine
 from affidavit.service.auth import Credential
@@ -72,14 +72,25 @@ async def ledger_verify(request_id: str, request: Request,
     return await state.call(caller, verify)
 
 
+def _sees_whole_record(engine: Engine, caller: Credential, entry: LedgerEntry,
+                       view: dict[str, Any]) -> bool:
+    """Whether the caller may read every chunk the record names, as it names them."""
+    if view["record"].get("withheld_evidence"):
+        return False
+    named = referenced_chunk_ids(json.loads(entry.payload))
+    readable = engine.store.get_chunks(engine.authz_context(caller.principal), named)
+    return len({r.chunk.chunk_id for r in readable}) == len(named)
+
+
 def replay_view(engine: Engine, caller: Credential, entry: LedgerEntry,
                 view: dict[str, Any]) -> dict[str, Any]:
     """Re-execute ``entry``; ``view`` is the caller's redacted view of it."""
     report = replay(engine.store, engine.settings, entry.record_id, tenant=caller.tenant)
     data = report.to_dict()
     difference = data.get("first_difference")
-    if difference and view["record"].get("withheld_evidence"):
-        # The difference can quote evidence the caller may no longer read: name the step.
+    if difference and not _sees_whole_record(engine, caller, entry, view):
+        # The difference can quote anything the record names (evidence, candidates, gate
+        # decisions and their terms): only the step, unless the caller may read it all.
         data["first_difference"] = str(difference).split(":", 1)[0] + ": " + WITHHELD
     return {"request_id": entry.request_id, "record_id": entry.record_id,
             "passed": report.matches, **data}
