@@ -109,3 +109,23 @@ def test_a_failed_submission_is_named_only_to_the_principal_that_submitted_it(
         bodies += [client.get(f"/v1/admin/runs/{r['run_id']}").text for r in runs]
     for body in bodies:
         assert "acme-takeover" not in body, body
+
+
+def test_an_entry_of_a_document_the_submitter_may_not_read_shows_only_its_reason_code(
+        changed_policy_service: RunningService, runs_deployment: Deployment) -> None:
+    keys = runs_deployment.keys
+    board_only = {"plan.md": {"classification": "INTERNAL", "acl": ["group:board#member"]}}
+    with changed_policy_service.client(keys["admin"]) as client:
+        first = _finished(client, _upload(client, {"plan.md": NOTE}, board_only))
+    assert first["status"] == "COMPLETED", first
+    # sam sends a file of the same name: it claims the board's document, and fails.
+    broken = b"---\nacl: [\n---\n# plan\n\nThe plan.\n"
+    with changed_policy_service.client(keys["sam-ingester"]) as client:
+        final = _finished(client, _upload(client, {"plan.md": broken}, {}))
+        bodies = _run_bodies(client, final["run_id"])
+    assert final["status"] == "DEGRADED", final
+    (entry,) = final["quarantined"]
+    assert entry == {"alias": "[withheld]", "source_id": "[withheld]",
+                     "reason_code": "MALFORMED_FRONT_MATTER", "message": "[withheld]"}, entry
+    for body in bodies:
+        assert "plan.md" not in body, body

@@ -29,6 +29,8 @@ from affidavit.store.base import QuarantineRecord, Store
 WITHHELD_NAME = "[withheld]"
 # Summary lists whose entries are document paths (``moved`` holds "old -> new").
 _NAME_LISTS = ("relabelled", "withdrawn", "moved")
+# What an entry naming a hidden document keeps: codes, ids and times, never text.
+_ENTRY_FIELDS_SHOWN = frozenset({"run_id", "reason_code", "at", "released_at", "released_by"})
 
 
 class RunScreen:
@@ -109,16 +111,25 @@ def _mentions(value: Any, hidden: tuple[str, ...]) -> bool:
 
 def _screened(value: Any, hidden: tuple[str, ...], own: bool) -> Any:
     """``value`` without the names in ``hidden``. In the caller's own run an entry (an
-    object in a list) keeps its place with the names withheld, so that the submitter learns
-    why a document it sent was refused; elsewhere it is left out, count and all."""
+    object in a list) that names a hidden document keeps its place with only its reason
+    code and times, so that the submitter learns why a document it sent was refused
+    (the rest, a message above all, can quote that document); elsewhere it is left out,
+    count and all."""
     if not hidden:
         return value
     if isinstance(value, Mapping):
         return {k: _screened(v, hidden, own) for k, v in value.items()
                 if not _mentions(k, hidden)}
     if isinstance(value, list | tuple):
-        return [_screened(v, hidden, own) for v in value
+        return [_reduced(v) if own and isinstance(v, Mapping) and _mentions(v, hidden)
+                else _screened(v, hidden, own) for v in value
                 if not _mentions(v, hidden) or (own and isinstance(v, Mapping))]
     if isinstance(value, str) and _mentions(value, hidden):
         return WITHHELD_NAME
     return value
+
+
+def _reduced(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """An entry naming a hidden document: its fixed-vocabulary fields, the rest withheld."""
+    return {k: v if k in _ENTRY_FIELDS_SHOWN or v is None else WITHHELD_NAME
+            for k, v in entry.items()}
