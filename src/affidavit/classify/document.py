@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
+from dataclasses import replace
 
 from affidavit.classify.labels import classify_paragraphs
 from affidavit.classify.model import ModelParagraphClassifier
 from affidavit.classify.policy import SensitivityPolicy
+from affidavit.config import RESTRICTED
 from affidavit.records import ExtractedDocument, ParagraphLabel
 
 
@@ -30,15 +32,27 @@ def label_document(doc: ExtractedDocument, *, policy: SensitivityPolicy, declare
                    classifier: ModelParagraphClassifier | None = None,
                    overrides: Mapping[int, str] | None = None) -> tuple[ParagraphLabel, ...]:
     """Every paragraph's label. The model is asked about the rules' labels (so it never
-    sees what they made RESTRICTED, whatever an override says later) and can only raise."""
+    sees what they made RESTRICTED, whatever an override says later, nor what an override
+    makes RESTRICTED) and can only raise."""
     inherited = inherited_labels(inherit, path)
     rules = classify_paragraphs(doc, policy=policy, declared=declared, path=path,
                                 inherited=inherited)
-    extra = classifier.classify_document(doc, rules) if classifier is not None else None
+    extra = (classifier.classify_document(doc, _withheld_by_overrides(rules, overrides))
+             if classifier is not None else None)
     if extra is None and not overrides:
         return rules
     return classify_paragraphs(doc, policy=policy, declared=declared, path=path,
                                overrides=overrides, extra=extra, inherited=inherited)
+
+
+def _withheld_by_overrides(rules: tuple[ParagraphLabel, ...],
+                           overrides: Mapping[int, str] | None) -> tuple[ParagraphLabel, ...]:
+    """The rules' labels, with every paragraph an override makes RESTRICTED marked so: an
+    administrator who raised a paragraph the rules missed has said it is RESTRICTED text."""
+    raised = {index for index, label in (overrides or {}).items()
+              if label.strip().casefold() == RESTRICTED.casefold()}
+    return tuple(replace(label, label=RESTRICTED) if label.index in raised else label
+                 for label in rules)
 
 
 def effective_declared(policy: SensitivityPolicy, declared: str | None,

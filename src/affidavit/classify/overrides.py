@@ -4,7 +4,8 @@ An override is a ``label.override`` event in the tenant's policy audit trail (ac
 the label before and after, the reason): the trail is the one record of them, and the
 overrides in force for a document are its replay. Ingestion applies them to the paragraph
 they name and folds them into the version's fingerprint, so the next run relabels the
-document; an override never changes what the model classifier is shown.
+document; an override never shows the model classifier more than the rules do, and one
+that makes a paragraph RESTRICTED withholds it from the model.
 """
 
 from __future__ import annotations
