@@ -126,13 +126,17 @@ def sire_records_for(store: Store, authz: AuthzContext,
     """The records a reader may see, as the reader may see them.
 
     A record shows only when the reader may read at least one head chunk of its document
-    (its tuple is derived from that document), and then only with the terms whose labels
+    (its tuple is derived from that document) and the record's own version admitted the
+    reader (an earlier version's access list may have been narrower: its terms come from
+    text the reader was never admitted to), and then only with the terms whose labels
     the reader is granted, and with the title and path as that chunk shows them to the
     reader; the Subject, drawn from the title, is withheld wherever the title is.
     """
     shown: list[SireRecord] = []
     for record in records:
         metadata = json.loads(store.version_metadata(authz.tenant, record.version_id) or "{}")
+        if not _version_admits(metadata, authz, record.is_head):
+            continue
         source_id = str(metadata.get("source_id") or "")
         ids = store.source_chunk_ids(authz.tenant, source_id) if source_id else []
         readable = [c for c in store.get_chunks(authz, ids) if c.chunk.node_id == record.node_id]
@@ -144,6 +148,16 @@ def sire_records_for(store: Store, authz: AuthzContext,
         shown.append(replace(record, sire=sire, title=readable[0].title,
                              alias=readable[0].alias))
     return shown
+
+
+def _version_admits(metadata: Mapping[str, Any], authz: AuthzContext, is_head: bool) -> bool:
+    """Whether a version's own access list (its stored ACL tokens) meets the reader's
+    tokens, as the authorization filter decides for a head version's chunks. A version
+    stored without its list admits only through its head chunks (an older one: nobody)."""
+    acl = metadata.get("acl")
+    if not isinstance(acl, list):
+        return is_head
+    return bool({str(token) for token in acl} & authz.tokens)
 
 
 def withhold_subjects(data: Any, sires: Iterable[SireTuple], granted: Set[str]) -> Any:
