@@ -129,3 +129,22 @@ def test_an_entry_of_a_document_the_submitter_may_not_read_shows_only_its_reason
                      "reason_code": "MALFORMED_FRONT_MATTER", "message": "[withheld]"}, entry
     for body in bodies:
         assert "plan.md" not in body, body
+
+
+def test_a_quarantine_entry_the_caller_may_not_see_named_cannot_be_released_by_guessing(
+        changed_policy_service: RunningService, runs_deployment: Deployment) -> None:
+    keys = runs_deployment.keys
+    broken = b"---\nacl: [\n---\n# memo\n\nThe memo.\n"
+    with changed_policy_service.client(keys["admin"]) as client:
+        run_id = _finished(client, _upload(client, {"board-memo.md": broken}, {}))["run_id"]
+    guess = {"run_id": run_id, "alias": "upload/board-memo.md"}
+    wrong = {"run_id": run_id, "alias": "upload/other-memo.md"}
+    with changed_policy_service.client(keys["sam-ingester"]) as client:
+        right_guess = client.post("/v1/admin/quarantine/release", json=guess)
+        wrong_guess = client.post("/v1/admin/quarantine/release", json=wrong)
+    # The answer to a right guess reads like the answer to a wrong one, and releases nothing.
+    assert right_guess.status_code == wrong_guess.status_code == 404, right_guess.text
+    assert right_guess.json()["detail"] == wrong_guess.json()["detail"]
+    with changed_policy_service.client(keys["admin"]) as client:
+        entries = client.get("/v1/admin/quarantine", params={"run_id": run_id}).json()
+    assert [q["alias"] for q in entries["quarantined"]] == ["upload/board-memo.md"]

@@ -206,10 +206,19 @@ async def list_quarantine(request: Request, caller: IngestCaller, run_id: str | 
 async def release_quarantine(body: ReleaseBody, request: Request,
                              caller: IngestCaller) -> dict[str, Any]:
     """Release an entry (recorded as released by the caller): the next ingest of its source
-    tries it again."""
-    released = await service_state(request).call(
-        caller, lambda engine: audited.release_quarantine(
-            engine.store, caller.tenant, body.run_id, body.alias, actor=caller.principal))
+    tries it again. Only an entry the caller sees named can be released."""
+    jobs = ingest_jobs(request)
+
+    def release(engine: Engine) -> bool:
+        run = engine.store.get_run(caller.tenant, body.run_id)
+        screen = run_screen(engine, caller)
+        named = run is not None and any(
+            q.alias == body.alias and screen.names(q, jobs.submitter(caller.tenant, run))
+            for q in engine.store.list_quarantine(caller.tenant, body.run_id))
+        return named and audited.release_quarantine(
+            engine.store, caller.tenant, body.run_id, body.alias, actor=caller.principal)
+
+    released = await service_state(request).call(caller, release)
     if not released:
         raise NotFound("no unreleased quarantine entry with that run and alias")
     return {"run_id": body.run_id, "alias": body.alias, "released_by": caller.principal}

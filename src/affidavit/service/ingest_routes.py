@@ -103,7 +103,8 @@ async def ingest_boundary(run_id: str, request: Request,
 
 def run_screen(engine: Engine, caller: Credential) -> RunScreen:
     """The document names of runs the caller may see (:mod:`affidavit.service.run_views`)."""
-    return RunScreen(engine.store, engine.authz_context(caller.principal), caller.principal)
+    return RunScreen(engine.store, engine.authz_context(caller.principal), caller.principal,
+                     administers=caller.may("admin"))
 
 
 def _source_url(body: bytes) -> str:

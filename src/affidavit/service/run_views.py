@@ -6,8 +6,9 @@ stale document of the tenant that a policy change made it relabel, the ones its 
 withdrew, the ones its boundary left out, the ones whose links did not resolve. A name
 reaches a caller only when the caller may read that whole document now (the rule
 references follow, :class:`~affidavit.references.access.ReadableEnds`), or when no document
-of the tenant has that name (a submission that never reached the store) and the caller is
-the principal that submitted the run.
+of the tenant has that name (a submission that never reached the store, so no label was
+ever decided for it) and the caller answers for the run: the principal that submitted it,
+or an administrator of the tenant (who releases what an operator's runs quarantined).
 
 One screen covers every part of a run view: any list element (a string, or an object with
 any string in it) that mentions a name the caller may not see is left out, and any other
@@ -36,8 +37,10 @@ _ENTRY_FIELDS_SHOWN = frozenset({"run_id", "reason_code", "at", "released_at", "
 class RunScreen:
     """The names of runs one caller may see, decided once per view."""
 
-    def __init__(self, store: Store, authz: AuthzContext, principal: str):
+    def __init__(self, store: Store, authz: AuthzContext, principal: str, *,
+                 administers: bool = False):
         self._principal = principal
+        self._administers = administers
         self._ends = ReadableEnds(store, authz)
         self._heads = {h.alias: h.node_id for h in store.heads(authz.tenant)}
 
@@ -60,8 +63,16 @@ class RunScreen:
             shown.extend(_screened([entry], hidden, self._own(submitted_by)))
         return shown
 
+    def names(self, record: QuarantineRecord, submitted_by: str | None) -> bool:
+        """Whether the caller sees ``record`` with its name: only such an entry may it act
+        on (a release by a guessed name would confirm the guess)."""
+        shown = self.quarantine([(record, submitted_by)])
+        return bool(shown) and shown[0].get("alias") == record.alias
+
     def _own(self, submitted_by: str | None) -> bool:
-        return submitted_by is not None and submitted_by == self._principal
+        """Whether the caller answers for the run: it submitted it, or administers."""
+        return self._administers or (submitted_by is not None
+                                     and submitted_by == self._principal)
 
     def _hidden(self, run_names: set[str], submitted_by: str | None,
                 text: str) -> tuple[str, ...]:

@@ -124,8 +124,10 @@ async def release(request: Request) -> Response:
         check_csrf(visitor, str(form.get("csrf", "")))
         run_id, alias = str(form.get("run_id", "")), str(form.get("alias", ""))
         caller = visitor.credential
+        jobs = ingest_jobs(request)
         released = await service_state(request).call(
-            caller, lambda e: review_views.release(e, caller, run_id, alias))
+            caller, lambda e: review_views.release(
+                e, caller, run_id, alias, lambda run: jobs.submitter(caller.tenant, run)))
         if not released:
             raise NotFound("no unreleased quarantine entry with that run and alias")
         return _back_to_review(f"released {alias} from {run_id} as {caller.principal}")

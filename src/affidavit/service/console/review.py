@@ -22,7 +22,7 @@ from affidavit.identity.lifecycle import approve_sire
 from affidavit.identity.sire_labels import sire_records_for
 from affidavit.query import Engine
 from affidavit.service.auth import Credential
-from affidavit.service.run_views import RunScreen
+from affidavit.service.ingest_routes import run_screen
 from affidavit.store.base import QuarantineRecord, RunRecord, SireRecord
 
 REJECTED = "REJECTED"
@@ -109,7 +109,7 @@ def runs(engine: Engine, caller: Credential, submitter: Callable[[RunRecord], st
          limit: int = 20) -> list[RunView]:
     """Recent ingest runs and their quarantine, naming only the documents the caller may
     see (what ``/v1/admin/runs/{id}`` serves; ``submitter`` names who submitted a run)."""
-    screen = RunScreen(engine.store, engine.authz_context(caller.principal), caller.principal)
+    screen = run_screen(engine, caller)
     shown = []
     for run in engine.store.list_runs(caller.tenant, limit=limit):
         summary, entries = screen.run_view(
@@ -120,7 +120,14 @@ def runs(engine: Engine, caller: Credential, submitter: Callable[[RunRecord], st
     return shown
 
 
-def release(engine: Engine, caller: Credential, run_id: str, alias: str) -> bool:
+def release(engine: Engine, caller: Credential, run_id: str, alias: str,
+            submitter: Callable[[RunRecord], str | None]) -> bool:
+    """Release an entry the caller sees named (as ``/v1/admin/quarantine/release``)."""
+    run = engine.store.get_run(caller.tenant, run_id)
+    screen = run_screen(engine, caller)
+    if run is None or not any(q.alias == alias and screen.names(q, submitter(run))
+                              for q in engine.store.list_quarantine(caller.tenant, run_id)):
+        return False
     at = datetime.now(UTC).isoformat(timespec="seconds")
     return engine.store.release_quarantine(caller.tenant, run_id, alias, by=caller.principal,
                                            at=at)
