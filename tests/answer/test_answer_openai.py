@@ -157,7 +157,7 @@ def test_delta_is_computed_from_the_returned_log_probabilities(fake_openai: Fake
     assert verdict.layers["l1_confidence"].score == pytest.approx(math.exp(-0.25), abs=1e-6)
     scored = fake_openai.bodies("/v1/completions")
     assert [b["echo"] for b in scored] == [True, True]
-    assert [b["max_tokens"] for b in scored] == [0, 0]
+    assert [b["max_tokens"] for b in scored] == [1, 1]
     assert scored[0]["prompt"].endswith(answer) and "<<EVIDENCE src=" in scored[0]["prompt"]
     assert "<<EVIDENCE src=" not in scored[1]["prompt"]
 

@@ -9,8 +9,10 @@ server, Ollama), spoken over httpx with no SDK.
   across chunk boundaries.
 * :meth:`OpenAIProvider.score` — the prompt-scoring trick that vLLM, llama.cpp and other
   completions servers support: ``POST {base_url}/completions`` with the rendered prompt
-  followed by the completion, ``echo: true, logprobs: 1, max_tokens: 0``; the echoed
-  prompt tokens carry their log-probabilities and character offsets.
+  followed by the completion, ``echo: true, logprobs: 1, max_tokens: 1``; the echoed
+  prompt tokens carry their log-probabilities and character offsets (the one generated
+  token lies past the completion and is not counted: ``max_tokens: 0`` would be cleaner,
+  but llama-cpp-python's server reads 0 as "no limit" and generates until it times out).
 
 Connect errors, timeouts, 429 and 5xx answers are retried ``max_retries`` times under the
 network retry policy (:mod:`affidavit.retry`: exponential backoff with jitter, a numeric
@@ -145,7 +147,7 @@ class OpenAIProvider:
         """Log-probabilities of ``completion`` after ``request.prompt`` (echo trick)."""
         prefix = render_for_scoring(request.prompt)
         body = {"model": self.model_id, "prompt": prefix + completion, "echo": True,
-                "logprobs": 1, "max_tokens": 0, "temperature": 0.0}
+                "logprobs": 1, "max_tokens": 1, "temperature": 0.0}
         data = self._post_json("/completions", body)
         logprobs = _first_choice(data).get("logprobs")
         if not isinstance(logprobs, Mapping):
