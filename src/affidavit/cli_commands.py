@@ -111,6 +111,12 @@ def cmd_ingest(ctx: Context) -> int:
             print(f"  requalified (a settings change affects it): {alias}")
         for move in data["moved"]:
             print(f"  moved (same document, new path): {move}")
+        links = data["links"]
+        if links.get("total"):
+            print(f"  links: {links['total']} ({links['resolved']} resolved, "
+                  f"{links['external']} external, {links['not_found']} not found, "
+                  f"{links['ambiguous']} ambiguous, {links['refused']} refused); "
+                  f"unresolved-link rate {links['unresolved_rate']:.1%}")
         for warning in data["warnings"]:
             print(f"  warning: {warning}")
     from affidavit.cli_diagnose import warn_default_label_unreadable

@@ -40,6 +40,7 @@ from affidavit.index import Tokenizer, term_frequencies
 from affidavit.index.boundary import boundary_record, corpus_boundary
 from affidavit.index.drift import check_drift
 from affidavit.index.embed import embed_missing
+from affidavit.index.links import resolve_links
 from affidavit.index.vectors import make_backend
 from affidavit.ingest_lock import holding_ingest_lock
 from affidavit.metrics import record_derived, record_document
@@ -94,6 +95,7 @@ class RunSummary:
     withdrawn: list[str] = field(default_factory=list)
     relabelled: list[str] = field(default_factory=list)
     moved: list[str] = field(default_factory=list)
+    links: dict[str, Any] = field(default_factory=dict)
     vectors: dict[str, Any] = field(default_factory=dict)
     boundary: dict[str, Any] = field(default_factory=dict)
 
@@ -119,6 +121,7 @@ class RunSummary:
             "withdrawn": sorted(self.withdrawn),
             "relabelled": sorted(self.relabelled),
             "moved": self.moved,
+            "links": self.links,
             "vectors": self.vectors,
             "boundary": self.boundary,
             "warnings": [f"{o.alias}: {w}" for o in self.outcomes for w in o.warnings],
@@ -231,6 +234,10 @@ class Ingestor:
             summary.moved = [f"{old} -> {new}" for old, new in self._moves.moved]
             if listing is not None:
                 summary.withdrawn = self._withdraw_missing(listing, seen, summary.run_id)
+            summary.links = resolve_links(
+                self.store, self.settings, self.tenant,
+                [o.node_id for o in summary.outcomes if o.status == INGESTED and o.node_id],
+                self._moves.redirects).to_dict()
             self._vectors_and_boundary(summary)
         except BaseException:
             summary.status = "FAILED"
