@@ -36,6 +36,8 @@ def runs_deployment(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
         deployment.keys["sam-ingester"] = issue_key(store, tenant, "user:sam",
                                                     role="ingester").key
         deployment.keys["admin"] = issue_key(store, tenant, "user:ada", role="admin").key
+        deployment.keys["helen-ingester"] = issue_key(store, tenant, "user:helen",
+                                                      role="ingester").key
         # The changed policy below labels "bookings" paragraphs PII; sam may read those.
         store.grant(tenant, "user:sam", ["PII"], at=NOW)
     finally:
@@ -148,3 +150,23 @@ def test_a_quarantine_entry_the_caller_may_not_see_named_cannot_be_released_by_g
     with changed_policy_service.client(keys["admin"]) as client:
         entries = client.get("/v1/admin/quarantine", params={"run_id": run_id}).json()
     assert [q["alias"] for q in entries["quarantined"]] == ["upload/board-memo.md"]
+
+
+def test_a_quarantine_message_quoting_refused_bytes_reaches_only_who_answers_for_the_run(
+        changed_policy_service: RunningService, runs_deployment: Deployment) -> None:
+    keys = runs_deployment.keys
+    staff = {"notes.md": {"classification": "INTERNAL", "acl": ["group:staff#member"]}}
+    with changed_policy_service.client(keys["sam-ingester"]) as client:
+        _finished(client, _upload(client, {"notes.md": NOTE}, staff))
+        # A new version the parser refuses; its error quotes the front matter.
+        broken = b"---\ntitle: \"Zephyrcorp takeover\n---\n# notes\n\nThe notes.\n"
+        final = _finished(client, _upload(client, {"notes.md": broken}, {}))
+    assert final["status"] == "DEGRADED", final
+    assert "Zephyrcorp" in final["quarantined"][0]["message"], "the submitter sees why"
+    with changed_policy_service.client(keys["helen-ingester"]) as client:
+        bodies = _run_bodies(client, final["run_id"])
+        seen = client.get(f"/v1/ingest/{final['run_id']}").json()
+    # helen may read the served version, so the entry is named, but not the refused bytes.
+    assert [q["alias"] for q in seen["quarantined"]] == ["upload/notes.md"], seen
+    for body in bodies:
+        assert "Zephyrcorp" not in body, body

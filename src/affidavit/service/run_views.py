@@ -10,6 +10,9 @@ of the tenant has that name (a submission that never reached the store, so no la
 ever decided for it) and the caller answers for the run: the principal that submitted it,
 or an administrator of the tenant (who releases what an operator's runs quarantined).
 
+A quarantine message quotes the refused bytes (a parser's error shows the offending line),
+which never received a label: it is shown only to whoever answers for the run.
+
 One screen covers every part of a run view: any list element (a string, or an object with
 any string in it) that mentions a name the caller may not see is left out, and any other
 string that mentions one is replaced; so a field added to the summary later is covered
@@ -51,7 +54,12 @@ class RunScreen:
         hidden = self._hidden(_run_names(summary, quarantine), submitted_by,
                               _strings([summary, entries]))
         own = self._own(submitted_by)
-        return _screened(dict(summary), hidden, own), _screened(entries, hidden, own)
+        shown, kept = _screened(dict(summary), hidden, own), _screened(entries, hidden, own)
+        if not own:
+            if "quarantined" in shown:
+                shown["quarantined"] = _without_messages(shown["quarantined"])
+            kept = _without_messages(kept)
+        return shown, kept
 
     def quarantine(self, records: Iterable[tuple[QuarantineRecord, str | None]]
                    ) -> list[dict[str, Any]]:
@@ -60,7 +68,9 @@ class RunScreen:
         for record, submitted_by in records:
             entry = dict(record.__dict__)
             hidden = self._hidden(_run_names({}, [record]), submitted_by, _strings(entry))
-            shown.extend(_screened([entry], hidden, self._own(submitted_by)))
+            own = self._own(submitted_by)
+            screened = _screened([entry], hidden, own)
+            shown.extend(screened if own else _without_messages(screened))
         return shown
 
     def names(self, record: QuarantineRecord, submitted_by: str | None) -> bool:
@@ -74,29 +84,34 @@ class RunScreen:
         return self._administers or (submitted_by is not None
                                      and submitted_by == self._principal)
 
-    def _hidden(self, run_names: set[str], submitted_by: str | None,
+    def _hidden(self, run_names: tuple[set[str], dict[str, str]], submitted_by: str | None,
                 text: str) -> tuple[str, ...]:
         """The names mentioned in ``text`` that the caller may not see (a head document is
         checked only when the view mentions it: readability costs a store read)."""
         own = self._own(submitted_by)
         hidden = {alias for alias, node in self._heads.items()
                   if alias in text and not self._ends.document(node)}
-        # A source id is withheld like a path: it names the document as much as its path.
-        hidden |= {n for n in run_names if n not in self._heads and not own}
+        names, source_of = run_names
+        hidden |= {n for n in names if n not in self._heads and not own}
+        # A source id names the document as much as its path: withheld with it.
+        hidden |= {source for source, alias in source_of.items() if alias in hidden}
         return tuple(sorted((n for n in hidden if n), key=len, reverse=True))
 
 
-def _run_names(summary: Mapping[str, Any], quarantine: Sequence[QuarantineRecord]) -> set[str]:
-    """The names a run lists: paths, and the source ids of its quarantine entries."""
+def _run_names(summary: Mapping[str, Any], quarantine: Sequence[QuarantineRecord]
+               ) -> tuple[set[str], dict[str, str]]:
+    """The names a run lists (paths), and the source id of each quarantined path: a source
+    id is shown or withheld with its path."""
     pairs = [(q.alias, q.source_id) for q in quarantine]
     pairs += [(str(e.get("alias") or ""), str(e.get("source_id") or ""))
               for e in summary.get("quarantined") or () if isinstance(e, Mapping)]
-    names = {part for pair in pairs for part in pair}
+    names = {alias for alias, _ in pairs}
+    source_of = {source_id: alias for alias, source_id in pairs if source_id != alias}
     for key in _NAME_LISTS:
         for entry in summary.get(key) or ():
             if isinstance(entry, str):
                 names.update(part.strip() for part in entry.split(" -> "))
-    return names
+    return names, source_of
 
 
 def _strings(value: Any) -> str:
@@ -138,6 +153,16 @@ def _screened(value: Any, hidden: tuple[str, ...], own: bool) -> Any:
     if isinstance(value, str) and _mentions(value, hidden):
         return WITHHELD_NAME
     return value
+
+
+def _without_messages(entries: Any) -> Any:
+    """Quarantine entries without their messages. A message quotes the refused bytes
+    (a parser's error shows the offending line), which were never labelled: only who
+    answers for the run reads it."""
+    if not isinstance(entries, list):
+        return entries
+    return [{**e, "message": WITHHELD_NAME} if isinstance(e, Mapping) and "message" in e
+            else e for e in entries]
 
 
 def _reduced(entry: Mapping[str, Any]) -> dict[str, Any]:
