@@ -174,3 +174,43 @@ def test_a_question_the_corpus_cannot_answer_requires_spec(workspace: Workspace)
     report = replay(workspace.store, workspace.settings, result.ledger_record_id,
                     tenant=workspace.settings.tenant)
     assert report.matches, report.first_difference
+
+
+@pytest.fixture(scope="module")
+def small_request() -> ProviderRequest:
+    require_local_model()
+    from affidavit.answer.compiler import compile_prompt
+    from affidavit.answer.evidence import EvidenceItem
+    from affidavit.answer.template import load_template
+
+    evidence = [EvidenceItem(src="a1b2c3d4", chunk_id="c1", node_id="d1", title="Travel",
+                             locator="p1", label="INTERNAL",
+                             text="The nightly hotel limit in London is GBP 185. Elsewhere "
+                                  "in the UK it is GBP 120.")]
+    return ProviderRequest(compile_prompt("What is the nightly hotel limit in London?",
+                                          evidence, role="authoritative",
+                                          template=load_template("cfpo-small-v1")))
+
+
+def test_scoring_an_answer_gives_back_its_generation_log_probabilities(
+        small_request: ProviderRequest) -> None:
+    # Each token's log-probability belongs to that token (no position off by one): scoring
+    # the generated text after the same prompt reproduces what generation reported.
+    provider = LocalProvider(dataclasses.replace(Settings().local, max_tokens=48))
+    response = provider.generate(small_request)
+    assert response.tokens is not None and "".join(response.tokens) == response.text
+    scores = provider.score(small_request, response.text)
+    assert scores.logprobs == response.token_logprobs
+    assert "".join(provider.stream(small_request)) == response.text.strip()
+
+
+def test_stability_draws_differ_from_each_other_and_repeat_for_the_next_answer(
+        small_request: ProviderRequest) -> None:
+    provider = LocalProvider(dataclasses.replace(Settings().local, max_tokens=32))
+    sampled = ProviderRequest(small_request.prompt, temperature=0.7)
+    provider.generate(small_request)
+    first = [provider.generate(sampled).text for _ in range(2)]
+    provider.generate(small_request)
+    second = [provider.generate(sampled).text for _ in range(2)]
+    assert first[0] != first[1]
+    assert first == second
