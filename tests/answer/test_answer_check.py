@@ -7,6 +7,7 @@ import pytest
 
 from affidavit.answer import extract_claims
 from affidavit.answer.check import check_claim, parse_claim_line
+from affidavit.answer.nli import load_verifier
 from affidavit.cli_verify import check_claim_lines, marked_answer
 from affidavit.errors import InputRejected
 
@@ -19,7 +20,9 @@ def test_a_claim_its_evidence_states_is_verified_with_every_layer_recorded() -> 
     line = result.to_dict()
     assert line["id"] == "c1" and line["status"] == "VERIFIED" and line["reasons"] == []
     assert {"citation", "l2_atoms", "l2_coverage", "l2_polarity", "nli"} <= set(line["layers"])
-    assert line["layers"]["nli"]["available"] is False
+    # The trained nli layer runs where the minilm extra is installed, else it is recorded
+    # unavailable; either way the claim stays VERIFIED.
+    assert line["layers"]["nli"]["available"] is not isinstance(load_verifier(), str)
 
 
 def test_a_claim_in_words_that_disagrees_is_contradicted() -> None:

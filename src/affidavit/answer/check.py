@@ -15,7 +15,8 @@ from typing import Any
 from affidavit.answer.atoms import extract_atoms
 from affidavit.answer.claims import Claim
 from affidavit.answer.evidence import EvidenceItem
-from affidavit.answer.layers import LayerInput
+from affidavit.answer.layers import NLI, LayerInput
+from affidavit.answer.nli import nli_input
 from affidavit.answer.text import normalize_space
 from affidavit.answer.verify import ClaimVerdict, verify_claims
 from affidavit.errors import InputRejected
@@ -52,15 +53,20 @@ def evidence_items(sentences: Sequence[str]) -> dict[str, EvidenceItem]:
 def check_claim(claim_id: str, claim: str, evidence: Sequence[str], *,
                 threshold: float = 0.6,
                 layer_inputs: Sequence[LayerInput] = ()) -> ClaimCheck:
-    """Verify ``claim`` against ``evidence`` sentences with the answer path's layers."""
+    """Verify ``claim`` against ``evidence`` sentences with the answer path's layers.
+
+    The trained ``nli`` layer runs unless ``layer_inputs`` already carry one (recorded
+    unavailable without the minilm extra)."""
     text = normalize_space(claim)
     if not text:
         raise InputRejected("EMPTY_CLAIM", "the claim is empty")
     items = evidence_items([s for s in evidence if s.strip()])
     subject = Claim(index=0, text=text, start=0, end=len(text), citations=tuple(items),
                     atoms=extract_atoms(text))
-    verdict = verify_claims([subject], items, threshold=threshold,
-                            layer_inputs=layer_inputs)[0]
+    inputs = tuple(layer_inputs)
+    if all(layer.name != NLI for layer in inputs):
+        inputs = (*inputs, nli_input([subject], items))
+    verdict = verify_claims([subject], items, threshold=threshold, layer_inputs=inputs)[0]
     return ClaimCheck(claim_id, verdict)
 
 

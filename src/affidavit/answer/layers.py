@@ -34,13 +34,15 @@ class LayerInput:
 
     ``scores`` maps claim index to score and ``details`` to a short explanation; a claim
     without a score was not scored (its layer is recorded unavailable for it). A layer that
-    did not run at all has no scores and says why in ``unavailable``.
+    did not run at all has no scores and says why in ``unavailable``. ``labels`` is the
+    decision a classifying layer (``nli``: SUPPORT, CONTRADICT, NEUTRAL) took per claim.
     """
 
     name: str
     scores: Mapping[int, float] = field(default_factory=dict, hash=False)
     details: Mapping[int, str] = field(default_factory=dict, hash=False)
     unavailable: str = ""
+    labels: Mapping[int, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if self.name not in MODEL_LAYERS:
@@ -50,6 +52,7 @@ class LayerInput:
                                 f"layer {self.name} has scores but says it is unavailable")
         object.__setattr__(self, "scores", MappingProxyType(dict(sorted(self.scores.items()))))
         object.__setattr__(self, "details", MappingProxyType(dict(sorted(self.details.items()))))
+        object.__setattr__(self, "labels", MappingProxyType(dict(sorted(self.labels.items()))))
 
     @classmethod
     def missing(cls, name: str, reason: str) -> LayerInput:
@@ -57,10 +60,14 @@ class LayerInput:
         return cls(name=name, unavailable=reason or "not available")
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for the ledger (claim indexes become string keys in JSON)."""
-        return {"name": self.name, "unavailable": self.unavailable,
-                "scores": {str(i): s for i, s in self.scores.items()},
-                "details": {str(i): d for i, d in self.details.items()}}
+        """Plain data for the ledger (claim indexes become string keys in JSON); ``labels``
+        only when the layer classifies, so older records keep their shape."""
+        data: dict[str, Any] = {"name": self.name, "unavailable": self.unavailable,
+                                "scores": {str(i): s for i, s in self.scores.items()},
+                                "details": {str(i): d for i, d in self.details.items()}}
+        if self.labels:
+            data["labels"] = {str(i): label for i, label in self.labels.items()}
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LayerInput:
@@ -70,6 +77,7 @@ class LayerInput:
             scores={int(i): float(s) for i, s in dict(data.get("scores", {})).items()},
             details={int(i): str(d) for i, d in dict(data.get("details", {})).items()},
             unavailable=str(data.get("unavailable", "")),
+            labels={int(i): str(v) for i, v in dict(data.get("labels", {})).items()},
         )
 
 

@@ -74,7 +74,10 @@ inside the model. Mean-pooled hidden states of a decoder are all alike (SmolLM2-
 EMBEDDING_MIN_SIMILARITY = 0.5
 """Best claim-to-evidence-sentence cosine below this: the evidence is about something else."""
 NLI_MIN_ENTAILMENT = 0.5
-"""Entailment probability below this: the cited evidence does not entail the claim."""
+"""Entailment probability below this: the cited evidence does not entail the claim (for an
+``nli`` input without labels; a labelled one is decided by its label)."""
+NLI_CONTRADICT = "CONTRADICT"
+NLI_NEUTRAL = "NEUTRAL"
 
 _LAYER_FLOORS = {
     L1_CONFIDENCE: (L1_MIN_MEAN_PROB, "LOW_TOKEN_CONFIDENCE"),
@@ -208,12 +211,15 @@ def _verify(claim: Claim, sources: Mapping[str, EvidenceSource], threshold: floa
     support = layers["l2_coverage"].score or 0.0
     status, reasons = _l2_status(claim, bool(cited), check, support, threshold,
                                  polarity, names)
-    status, reasons = _fold_model_layers(status, reasons, layers)
+    nli = model_layers[NLI]
+    status, reasons = _fold_model_layers(status, reasons, layers,
+                                         labelled=claim.index in nli.labels)
+    status, reasons, refuted = _fold_nli(status, reasons, nli, claim.index)
     return ClaimVerdict(
         claim=claim,
         status=status,
         support=round(support, 6),
-        contradicted=bool(check.contradictions) and status != REFUSED,
+        contradicted=(bool(check.contradictions) or refuted) and status != REFUSED,
         reasons=reasons,
         layers=MappingProxyType(layers),
     )
@@ -243,13 +249,17 @@ def _l2_status(claim: Claim, cited: bool, check: AtomCheck, support: float, thre
 
 
 def _fold_model_layers(status: str, reasons: tuple[str, ...],
-                       layers: Mapping[str, LayerResult]) -> tuple[str, tuple[str, ...]]:
+                       layers: Mapping[str, LayerResult], *,
+                       labelled: bool = False) -> tuple[str, tuple[str, ...]]:
     """Add a reason for every available model layer below its floor; such a layer lowers
-    VERIFIED to PARTIALLY_VERIFIED. Layers never raise a status."""
+    VERIFIED to PARTIALLY_VERIFIED. Layers never raise a status. An ``nli`` layer that
+    labelled the claim is decided by its label (:func:`_fold_nli`), not by this floor."""
     if status == REFUSED:
         return status, reasons
     found = list(reasons)
     for name in MODEL_LAYERS:
+        if name == NLI and labelled:
+            continue
         layer = layers[name]
         floor, code = _LAYER_FLOORS[name]
         if layer.available and layer.score is not None and _below(name, layer.score, floor):
@@ -258,6 +268,22 @@ def _fold_model_layers(status: str, reasons: tuple[str, ...],
     if lowered and status == VERIFIED:
         status = PARTIALLY_VERIFIED
     return status, tuple(found)
+
+
+def _fold_nli(status: str, reasons: tuple[str, ...], nli: LayerInput,
+              index: int) -> tuple[str, tuple[str, ...], bool]:
+    """The trained verifier's label: CONTRADICT (above its calibrated confidence) makes the
+    claim UNVERIFIED and contradicted; NEUTRAL lowers VERIFIED to PARTIALLY_VERIFIED;
+    SUPPORT changes nothing. The status only ever goes down."""
+    label = nli.labels.get(index)
+    if status == REFUSED or label is None or index not in nli.scores:
+        return status, reasons, False
+    if label == NLI_CONTRADICT:
+        return UNVERIFIED, (*reasons, "NLI_CONTRADICTION"), True
+    if label == NLI_NEUTRAL:
+        lowered = PARTIALLY_VERIFIED if status == VERIFIED else status
+        return lowered, (*reasons, f"NOT_ENTAILED:{nli.scores[index]:.3f}"), False
+    return status, reasons, False
 
 
 def _below(name: str, score: float, floor: float) -> bool:

