@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from affidavit.audit import changes as audited
 from affidavit.authz.explain import AccessExplanation
 from affidavit.authz.facts import explain_document
 from affidavit.errors import NotFound
@@ -128,9 +129,9 @@ def release(engine: Engine, caller: Credential, run_id: str, alias: str,
     if run is None or not any(q.alias == alias and screen.names(q, submitter(run))
                               for q in engine.store.list_quarantine(caller.tenant, run_id)):
         return False
-    at = datetime.now(UTC).isoformat(timespec="seconds")
-    return engine.store.release_quarantine(caller.tenant, run_id, alias, by=caller.principal,
-                                           at=at)
+    # Through the audited change, as the API's release: a policy event with its actor.
+    return audited.release_quarantine(engine.store, caller.tenant, run_id, alias,
+                                      actor=caller.principal)
 
 
 def explain(engine: Engine, caller: Credential, principal: str, doc: str) -> AccessExplanation:
