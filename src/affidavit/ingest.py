@@ -35,6 +35,7 @@ from affidavit.identity import (
     version_id_for,
     witness_for,
 )
+from affidavit.identity.carry_over import approved_before, carry_over_commit
 from affidavit.identity.moves import Moves
 from affidavit.index import Tokenizer, term_frequencies
 from affidavit.index.boundary import boundary_record, corpus_boundary
@@ -394,8 +395,11 @@ class Ingestor:
         bundle = self._bundle(document, extracted, metadata, source_id, node_id, version_id,
                               acl, raw_digest, witness, metadata_json, fingerprint, run_id,
                               overrides)
+        approved = approved_before(self.store, self.tenant, head.version_id) if head else None
         with stage("index.commit", {"affidavit.chunks": len(bundle.chunks)}):
             self.store.commit_version(bundle)
+        # An approval binds to the proposal: an identical one keeps it (identity.carry_over).
+        carry_over_commit(self.store, self.tenant, approved, bundle, at=_now())
         outcome.chunks = len(bundle.chunks)
         record_derived(self.store, self.tenant, self.settings, document.alias, extracted.links,
                        tokens=sum(bundle.chunk_lengths.values()))

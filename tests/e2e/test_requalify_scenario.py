@@ -252,3 +252,23 @@ def test_the_drift_thresholds_are_settings(run: Run, tmp_path: Path) -> None:
     (corpus / "rates.md").write_text(RATES_FLATTENED, encoding="utf-8")
     code, out, _ = run("ingest", str(corpus), "--json")
     assert code == 0 and as_json(out)["ingested"] == 1
+
+
+def test_an_edit_that_leaves_the_proposal_unchanged_keeps_its_approval(
+        run: Run, tmp_path: Path) -> None:
+    corpus = setup(run, tmp_path)
+    approved = sire_states(run)
+    (corpus / "leave.md").write_text(OTHER_DOCS["leave.md"] + "\nAsk your manager first.\n",
+                                     encoding="utf-8")
+    (corpus / "travel.md").write_text(
+        OTHER_DOCS["travel.md"] + "\nQuayside Charter Flights and Quayside Charter Flights "
+        "need the Quayside Charter Flights form.\n", encoding="utf-8")
+    summary = as_json(run("ingest", str(corpus), "--json")[1])
+    assert summary["ingested"] == 2
+    after = sire_states(run)
+    assert after["leave.md"][0] != approved["leave.md"][0]
+    assert after["leave.md"][1] == "ACTIVE"  # a new version, the same proposal
+    assert after["travel.md"][1] == "PROPOSED"  # a changed proposal is reviewed again
+    code, out, _ = run("audit", "list", "--json")
+    carried = [e for e in as_json(out) if e["kind"] == "sire.carry_over"]
+    assert [e["after"]["sire_id"] for e in carried] == [after["leave.md"][0]]

@@ -88,12 +88,25 @@ def test_a_self_excluding_tuple_is_rejected_at_approval_with_a_reason(corpus: tu
     assert (after.state, after.approved_by) == ("PROPOSED", None)
 
 
-def test_a_new_version_needs_its_own_approval(corpus: tuple) -> None:
+def test_a_new_version_with_the_same_proposal_keeps_its_approval(corpus: tuple) -> None:
     root, store = corpus
     (first,) = store.list_sire("default")
     approve_sire(store, "default", first.sire_id, by="user:curator", at=NOW)
     (root / "access.md").write_text(POLICY.replace("every quarter", "every month"),
                                     encoding="utf-8")
+    ingest(root, store)
+    (second,) = store.list_sire("default")
+    assert second.version_id != first.version_id and second.sire == first.sire
+    assert (second.state, second.approved_by) == ("ACTIVE", "user:curator")
+
+
+def test_a_new_version_with_another_proposal_needs_its_own_approval(corpus: tuple) -> None:
+    root, store = corpus
+    (first,) = store.list_sire("default")
+    approve_sire(store, "default", first.sire_id, by="user:curator", at=NOW)
+    (root / "access.md").write_text(
+        POLICY + "\nThe Vault Review Board and the Vault Review Board chair sign every Vault "
+        "Review Board exception.\n", encoding="utf-8")
     ingest(root, store)
     (second,) = store.list_sire("default")
     assert second.version_id != first.version_id and second.state == "PROPOSED"

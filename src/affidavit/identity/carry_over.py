@@ -11,13 +11,20 @@ the carry-over is a policy event of its own. A different proposal stays PROPOSED
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from affidavit.audit.events import SIRE_CARRY_OVER, record_policy_event
 from affidavit.records import SireTuple, canonical_json, stable_hash
-from affidavit.store.base import SireRecord, Store
+from affidavit.store.base import SireRecord, Store, VersionBundle
 
 PROPOSAL_FIELDS = ("subject", "included", "relevant", "excluded")
+CARRY_OVER_ACTOR = "system:carry_over"
+
+
+def sire_id_for(version_id: str) -> str:
+    """The id both backends give a version's SIRE record."""
+    return "sire-" + version_id[:16]
 
 
 def proposal_hash(sire: SireTuple) -> str:
@@ -70,3 +77,21 @@ def carry_over(store: Store, tenant: str, previous: SireRecord | None,
 def records_by_version(store: Store, tenant: str) -> Mapping[str, SireRecord]:
     """Every SIRE record of the tenant (head or not) by version id: read once per pass."""
     return {r.version_id: r for r in store.list_sire(tenant, head_only=False)}
+
+
+def approved_before(store: Store, tenant: str, version_id: str) -> SireRecord | None:
+    """The ACTIVE record of the head version about to be superseded, if any."""
+    return store.active_sire(tenant, [version_id]).get(version_id)
+
+
+def carry_over_commit(store: Store, tenant: str, previous: SireRecord | None,
+                      bundle: VersionBundle, *, at: str) -> bool:
+    """After ``bundle`` superseded the version of ``previous``: keep the approval when the
+    new proposal is the approved one."""
+    if previous is None or previous.alias != bundle.alias:
+        # Another path's bytes (an identity take-over) never inherit the approval.
+        return False
+    current = replace(previous, sire_id=sire_id_for(bundle.version_id),
+                      version_id=bundle.version_id, state="PROPOSED", sire=bundle.sire,
+                      approved_by=None, approved_at=None)
+    return carry_over(store, tenant, previous, current, actor=CARRY_OVER_ACTOR, at=at)

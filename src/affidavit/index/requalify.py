@@ -46,6 +46,14 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
+_WRITES = frozenset({
+    "activate_sire", "set_sire_state", "append_policy_event", "withdraw", "restamp_version",
+    "add_reference", "put_vectors", "resolve_identity", "replace_listing", "start_run",
+    "finish_run", "release_quarantine", "add_tuple", "remove_tuple", "grant", "revoke",
+    "ensure_tenant",
+})
+
+
 class _DerivingStore:
     """The store as seen by a derivation: reads pass through; the version bundle is kept
     instead of committed, and nothing is quarantined. With ``force`` the head's
@@ -57,6 +65,10 @@ class _DerivingStore:
         self.refusal: QuarantineRecord | None = None
 
     def __getattr__(self, name: str) -> Any:
+        if name in _WRITES and not self._write:
+            # A derivation that is only compared writes nothing (an approval carried over,
+            # its event, a claim): each write is a no-op.
+            return lambda *args, **kwargs: None
         return getattr(self._store, name)
 
     def head(self, tenant: str, node_id: str) -> HeadInfo | None:
@@ -263,10 +275,16 @@ class Requalifier:
             return
         report["derived"].append(result.head.alias)
         new = records_by_version(self.store, self.tenant).get(writing.bundle.version_id)
-        if carry_over(self.store, self.tenant, sires.get(result.head.version_id), new,
-                      actor=SYSTEM_ACTOR, at=_now()):
-            report["carried_over"].append(result.head.alias)
-        elif new is not None and new.state != "ACTIVE":
+        carry_over(self.store, self.tenant, sires.get(result.head.version_id), new,
+                   actor=SYSTEM_ACTOR, at=_now())  # ingest carries it over already
+        previous = sires.get(result.head.version_id)
+        if previous is not None and previous.state == "ACTIVE":
+            carried = records_by_version(self.store, self.tenant).get(
+                writing.bundle.version_id)
+            key = "carried_over" if carried is not None and carried.state == "ACTIVE" \
+                else "proposed"
+            report[key].append(result.head.alias)
+        else:
             report["proposed"].append(result.head.alias)
 
 
