@@ -56,10 +56,15 @@ def stored_document(ingestor: Ingestor, head: HeadInfo) -> SourceDocument | None
 
 
 def stale_documents(ingestor: Ingestor) -> list[tuple[HeadInfo, SourceDocument | None]]:
-    """Each head labelled under another epoch than the ingestor's, with the document to
-    ingest again (from its stored bytes), or None when those bytes are missing."""
+    """Each head labelled under another epoch than the ingestor's that the change affects,
+    with the document to ingest again (from its stored bytes), or None when those bytes
+    are missing. Heads it does not affect are marked current in place here and left out
+    (:func:`affidavit.index.requalify.restamp_unaffected`)."""
+    from affidavit.index.requalify import restamp_unaffected
+
+    stale = ingestor.store.label_stale_heads(ingestor.tenant, ingestor.label_epoch)
     return [(head, stored_document(ingestor, head))
-            for head in ingestor.store.label_stale_heads(ingestor.tenant, ingestor.label_epoch)]
+            for head in restamp_unaffected(ingestor, stale)]
 
 
 def relabel_one(ingestor: Ingestor, head: HeadInfo, run_id: str, at: str) -> DocumentOutcome:

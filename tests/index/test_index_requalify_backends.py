@@ -89,3 +89,16 @@ def test_an_edited_document_re_embeds_only_its_changed_chunks(store: Store) -> N
     head = store.heads(TENANT)[0]
     chunk_ids = {c.chunk_id for c in store.version_chunks(TENANT, head.version_id)}
     assert len(chunk_ids) == 3 and chunk_ids == set(store.head_vectors(TENANT, model)[0])
+
+
+def test_a_queued_requalification_takes_only_the_documents_a_change_affects(
+        store: Store) -> None:
+    from affidavit.relabel import stale_documents
+
+    Ingestor(store, SETTINGS).run([StaticSource([doc("crane"), doc("travel")])])
+    changed = Ingestor(store, CHANGED)
+    queued = stale_documents(changed)
+    assert [(head.alias, document is not None) for head, document in queued] == [
+        ("crane.txt", True)]
+    assert [h.alias for h in store.label_stale_heads(TENANT, changed.label_epoch)] == [
+        "crane.txt"]

@@ -360,3 +360,20 @@ def requalify_label_stale(ingestor: Ingestor, run_id: str, at: str) -> list[Docu
                        at=at)
     record_epochs(store, tenant, requalifier.epochs, actor=SYSTEM_ACTOR)
     return outcomes
+
+
+def restamp_unaffected(ingestor: Ingestor, heads: Sequence[HeadInfo]) -> list[HeadInfo]:
+    """Mark current in place each of ``heads`` a derivation under the ingestor's epochs
+    leaves unchanged; the heads still to derive again, in order."""
+    requalifier = Requalifier(ingestor.store, ingestor.settings, tenant=ingestor.tenant)
+    left = []
+    for head in heads:
+        result = requalifier.assess(head, label_stale=True)
+        if result.status == RESTAMP and result.bundle is not None:
+            b = result.bundle
+            ingestor.store.restamp_version(ingestor.tenant, head.version_id,
+                                           label_epoch=b.label_epoch, witness=b.witness,
+                                           fingerprint=b.fingerprint)
+        else:
+            left.append(head)
+    return left
