@@ -270,5 +270,15 @@ def test_an_edit_that_leaves_the_proposal_unchanged_keeps_its_approval(
     assert after["leave.md"][1] == "ACTIVE"  # a new version, the same proposal
     assert after["travel.md"][1] == "PROPOSED"  # a changed proposal is reviewed again
     code, out, _ = run("audit", "list", "--json")
+    assert code == 0
     carried = [e for e in as_json(out) if e["kind"] == "sire.carry_over"]
     assert [e["after"]["sire_id"] for e in carried] == [after["leave.md"][0]]
+
+
+def test_the_plan_names_what_would_change_and_nothing_else(run: Run, tmp_path: Path) -> None:
+    setup(run, tmp_path)
+    (tmp_path / "affidavit.toml").write_text(keyword_rule("harbour crane"), encoding="utf-8")
+    documents = {d["alias"]: d for d in requalify(run, "--plan")["documents"]}
+    assert documents["travel.md"]["changed"] == []
+    assert "labels" in documents["yard.md"]["changed"]
+    assert "sire_state" not in documents["yard.md"]["changed"]

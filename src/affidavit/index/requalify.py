@@ -115,6 +115,8 @@ class Requalification:
 
 
 def _is_change(kind: str, value: Any) -> bool:
+    if kind == "sire_state":  # what the served proposal's state is, not a difference
+        return False
     if kind == "chunks":
         return bool(value.get("added") or value.get("removed"))
     if kind == "vectors":
