@@ -39,6 +39,7 @@ from affidavit.answer import (
 from affidavit.answer.gate import shown_answer
 from affidavit.answer.layers import provider_tier
 from affidavit.answer.local import LocalProvider
+from affidavit.answer.nli import nli_input
 from affidavit.answer.relevance import evidence_texts, question_coverage
 from affidavit.authz import Authorizer, FailClosedAuthorizer, StoreAuthorizer
 from affidavit.classify.derived import model_labels, restricted_derived
@@ -353,6 +354,9 @@ class Engine:
         # recorded as evaluated or unavailable, and the ledger keeps what the tier allowed.
         inputs = evaluate_layers(guarded, request, response, answer, claims,
                                  self.settings.provider, role=trace.role)
+        # The trained entailment layer runs in process on the evidence already shown to the
+        # model (no call leaves the process); unavailable without the minilm extra.
+        inputs = (*inputs, nli_input(claims, by_src))
         trace.record["layer_inputs"] = [layer.to_dict() for layer in inputs]
         trace.record["layers_available"] = {layer.name: not layer.unavailable for layer in inputs}
         verdicts = verify_claims(claims, by_src, threshold=self.settings.answer.support_threshold,
