@@ -205,7 +205,7 @@ def test_an_oidc_token_signs_in_as_its_subject_with_its_groups(
                                                 "token": token[:-4] + "AAAA"})
     assert page.url.path == "/ui/ask"
     assert '<dd id="me-principal">user:oscar</dd>' in page.text
-    assert "FINANCIAL" in page.text  # the token's group grants it, for this session
+    assert "FINANCIAL" in page.text  # the token's group grants it while signed in
     assert forged.status_code in (401, 403) and "me-principal" not in forged.text
 
 

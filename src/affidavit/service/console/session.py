@@ -37,7 +37,7 @@ class LoginRequired(Exception):
 
 
 class CsrfRejected(Exception):
-    """A form arrived without this session's CSRF token."""
+    """A form arrived without the signed-in session's CSRF token."""
 
 
 class SessionStore:
