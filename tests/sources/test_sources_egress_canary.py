@@ -11,16 +11,14 @@ server on 127.0.0.1 that logs the request bodies, and no logged body may hold a 
 
 from __future__ import annotations
 
-import hashlib
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.model_egress_server import RecordingModelServer
 
 from affidavit.config import Settings, load
 from affidavit.identity.lifecycle import approve_sire
@@ -89,66 +87,9 @@ QUESTIONS = (
 )
 
 
-class LoggingModelServer:
-    """An OpenAI-compatible server on 127.0.0.1 that logs every request body: chat answers
-    with a fixed sentence, embeddings with deterministic vectors, everything else 500."""
-
-    def __init__(self) -> None:
-        self.bodies: list[str] = []
-        self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
-                                       daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def strings(self, since: int = 0) -> list[str]:
-        """Every string inside every logged JSON body, decoded (escapes resolved)."""
-        with self.lock:
-            logged = self.bodies[since:]
-        return [s for raw in logged for s in _strings(json.loads(raw))]
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        logger = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
-                with logger.lock:
-                    logger.bodies.append(raw)
-                body = json.loads(raw)
-                if self.path.endswith("/embeddings"):
-                    inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                    self._json(200, {"data": [{"index": i, "embedding": _vector(text)}
-                                              for i, text in enumerate(inputs)],
-                                     "model": body.get("model", "emb")})
-                elif self.path.endswith("/chat/completions"):
-                    self._json(200, {"id": "c1", "model": "m", "choices": [{
-                        "index": 0, "finish_reason": "stop", "message": {
-                            "role": "assistant",
-                            "content": "The travel desk books hotel rooms."}}]})
-                else:
-                    self._json(500, {"error": "not served here"})
-
-            def _json(self, status: int, payload: Any) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        return Handler
-
-
-def _vector(text: str) -> list[float]:
-    digest = hashlib.sha256(text.encode()).digest()
-    return [b / 255.0 + 0.01 for b in digest[:16]]
+def _sent(server: RecordingModelServer, since: int = 0) -> str:
+    """Every string inside the bodies logged from ``since`` on, decoded (escapes resolved)."""
+    return "\n".join(s for _, raw in server.bodies[since:] for s in _strings(json.loads(raw)))
 
 
 def _strings(value: Any) -> list[str]:
@@ -162,17 +103,12 @@ def _strings(value: Any) -> list[str]:
 
 
 @pytest.fixture
-def model_server() -> Iterator[LoggingModelServer]:
-    server = LoggingModelServer()
-    server.thread.start()
-    try:
+def model_server() -> Iterator[RecordingModelServer]:
+    with RecordingModelServer().running() as server:
         yield server
-    finally:
-        server.server.shutdown()
-        server.server.server_close()
 
 
-def _settings(tmp_path: Path, server: LoggingModelServer, https_settings: Any,
+def _settings(tmp_path: Path, server: RecordingModelServer, https_settings: Any,
               sftp_settings: Any) -> Settings:
     text = SETTINGS + (
         f'[vectors]\nbackend = "openai"\nendpoint = "{server.base_url}"\nmodel = "emb"\n'
@@ -200,7 +136,7 @@ def _with_keyword(settings: Settings, keyword: str) -> Settings:
 @pytest.mark.invariant
 @pytest.mark.parametrize("transport", ["local", "https", "sftp"])
 def test_invariant_no_restricted_canary_in_any_model_or_embedding_request(
-        transport: str, tmp_path: Path, model_server: LoggingModelServer, https_server: Any,
+        transport: str, tmp_path: Path, model_server: RecordingModelServer, https_server: Any,
         https_root: Path, https_settings: Any, sftp_server: Any, sftp_root: Path,
         sftp_settings: Any) -> None:
     settings = _settings(tmp_path, model_server, https_settings, sftp_settings)
@@ -223,9 +159,8 @@ def test_invariant_no_restricted_canary_in_any_model_or_embedding_request(
         engine = Engine(store, settings)
         results = [engine.ask("user:board", q) for q in QUESTIONS]
         assert all(r.ledger_record_id for r in results)
-        sent = "\n".join(model_server.strings())
-        assert "travel desk" in sent, "evidence reached the answer model"
-        assert any('"input"' in raw for raw in model_server.bodies), "chunks were embedded"
+        assert "travel desk" in _sent(model_server), "evidence reached the answer model"
+        assert model_server.count("/embeddings"), "chunks were embedded"
         # The canaries are in the index: the board member finds them by search, labelled.
         found = {h.label for h in engine.search("user:board", "Lighthouse hotel budget cap",
                                                 limit=20)
@@ -241,11 +176,11 @@ def test_invariant_no_restricted_canary_in_any_model_or_embedding_request(
             engine.ask("user:board", question)
         reader_hits = engine.search("user:reader", "crane hire travel cost", limit=20)
         assert all(POLICY_CANARY not in h.text for h in reader_hits)
-        after_change = "\n".join(model_server.strings(mark))
+        after_change = _sent(model_server, mark)
         assert POLICY_CANARY not in after_change
     finally:
         store.close()
 
-    everything = "\n".join(model_server.strings())
+    everything = _sent(model_server)
     for canary in (TITLE_CANARY, HEADING_CANARY, *VARIANT_CANARIES, SIRE_CANARY):
         assert canary not in everything, f"{canary} reached a model or embedding endpoint"
