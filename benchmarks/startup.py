@@ -1,0 +1,119 @@
+"""Command-line start-up: import time and wall time of the commands a user types first.
+
+    python benchmarks/startup.py [--runs 7]
+
+Prints the median over ``--runs`` fresh interpreters of:
+
+* the ``-X importtime`` cumulative time of ``import affidavit.cli`` (and of every import the
+  interpreter made, ``site`` included);
+* the wall time of ``affidavit --help``;
+* the wall time of ``affidavit search "hotel limit" --as user:sam.reed`` on the example
+  corpus, and the ``-X importtime`` total of that command (everything it imported, the
+  modules loaded when the command runs included).
+
+The example corpus is built in a temporary directory by following the README's "Using it"
+steps: ``affidavit init --example``, ``affidavit ingest corpus``, ``affidavit sire approve
+--all``. Each figure is measured in a new process, so nothing is cached between runs but
+what the operating system caches (the first, cold run is discarded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# The console script ``affidavit`` does exactly this; running it through the interpreter
+# lets ``-X importtime`` apply and needs no script on PATH.
+ENTRY = "import sys; from affidavit.cli import main; sys.exit(main())"
+SEARCH = ["search", "hotel limit", "--as", "user:sam.reed"]
+
+
+def cli(*args: str, importtime: bool = False) -> list[str]:
+    flags = ["-X", "importtime"] if importtime else []
+    return [sys.executable, *flags, "-c", ENTRY, *args]
+
+
+def run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False,
+                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "0"})
+    if result.returncode not in (0, 3):  # 3: ingest finished with quarantined documents
+        raise SystemExit(f"{' '.join(command[3:])} failed ({result.returncode}):\n"
+                         f"{result.stderr[-2000:]}")
+    return result
+
+
+def import_times(stderr: str) -> dict[str, int]:
+    """Top-level entries of an ``-X importtime`` report: module -> cumulative microseconds."""
+    tops: dict[str, int] = {}
+    for line in stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        _, cumulative, name = line[len("import time:"):].split("|")
+        if not name.startswith(" ") or name.startswith("  "):
+            continue  # nested: already inside its parent's cumulative figure
+        tops[name.strip()] = tops.get(name.strip(), 0) + int(cumulative)
+    return tops
+
+
+def wall(command: list[str], cwd: Path) -> float:
+    started = time.perf_counter()
+    run(command, cwd)
+    return time.perf_counter() - started
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def build_example(workdir: Path) -> None:
+    for step in (["init", "--example"], ["ingest", "corpus", "--quiet"],
+                 ["sire", "approve", "--all", "--by", "Startup Benchmark"]):
+        run(cli(*step), workdir)
+    hits = run(cli(*SEARCH), workdir).stdout
+    if not hits.strip():
+        raise SystemExit("the example search found nothing: the corpus was not built")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=7, help="runs per figure (default 7)")
+    args = parser.parse_args()
+    runs = max(1, args.runs)
+
+    with tempfile.TemporaryDirectory(prefix="affidavit-startup-") as tmp:
+        workdir = Path(tmp)
+        build_example(workdir)
+        run(cli(*SEARCH), workdir)  # warm the file cache and the bytecode cache
+
+        cli_import, all_import = [], []
+        for _ in range(runs):
+            report = import_times(run([sys.executable, "-X", "importtime", "-c",
+                                       "import affidavit.cli"], workdir).stderr)
+            cli_import.append(report.get("affidavit.cli", 0) / 1e6)
+            all_import.append(sum(report.values()) / 1e6)
+        help_wall = [wall(cli("--help"), workdir) for _ in range(runs)]
+        search_wall = [wall(cli(*SEARCH), workdir) for _ in range(runs)]
+        search_import = [sum(import_times(run(cli(*SEARCH, importtime=True),
+                                              workdir).stderr).values()) / 1e6
+                         for _ in range(runs)]
+        baseline = [wall([sys.executable, "-c", "pass"], workdir) for _ in range(runs)]
+
+    print(f"median of {runs} runs ({sys.version.split()[0]}, {os.cpu_count()} CPUs)")
+    print(f"  import affidavit.cli (-X importtime):  {median(cli_import):.3f} s "
+          f"(every import of the process: {median(all_import):.3f} s)")
+    print(f"  affidavit --help wall time:            {median(help_wall):.3f} s")
+    print(f"  affidavit search wall time:            {median(search_wall):.3f} s "
+          f"(imports {median(search_import):.3f} s)")
+    print(f"  bare interpreter (python -c pass):     {median(baseline):.3f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
