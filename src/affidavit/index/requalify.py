@@ -29,10 +29,19 @@ from typing import TYPE_CHECKING, Any, cast
 
 from affidavit.classify.derived import derived_to_json
 from affidavit.config import Settings
+from affidavit.errors import GovernanceError
 from affidavit.identity.carry_over import carry_over, proposal_diff, records_by_version
 from affidavit.index.epochs import Epochs, current_epochs, record_epochs, recorded_epochs
 from affidavit.records import Chunk, canonical_json, stable_hash
-from affidavit.store.base import CommitResult, HeadInfo, QuarantineRecord, Store, VersionBundle
+from affidavit.store.base import (
+    CommitResult,
+    HeadInfo,
+    PolicyEvent,
+    QuarantineRecord,
+    SireRecord,
+    Store,
+    VersionBundle,
+)
 
 if TYPE_CHECKING:  # ingest imports this module (through relabel) at run time
     from affidavit.ingest import DocumentOutcome, Ingestor
@@ -46,30 +55,36 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-_WRITES = frozenset({
-    "activate_sire", "set_sire_state", "append_policy_event", "withdraw", "restamp_version",
-    "add_reference", "put_vectors", "resolve_identity", "replace_listing", "start_run",
-    "finish_run", "release_quarantine", "add_tuple", "remove_tuple", "grant", "revoke",
-    "ensure_tenant",
+# What a derivation may read through the store. Anything else a dry derivation asks for
+# is refused: a store method added later is a write until it is listed here (fail closed).
+_READS = frozenset({
+    "heads", "version_metadata", "identity_owner", "iter_policy_events",
+    "list_identity_resolutions", "active_sire", "blob", "list_quarantine",
 })
 
 
 class _DerivingStore:
     """The store as seen by a derivation: reads pass through; the version bundle is kept
     instead of committed, and nothing is quarantined. With ``force`` the head's
-    fingerprint is hidden, so a fresh document is derived too (a full rebuild)."""
+    fingerprint is hidden, so a fresh document is derived too (a full rebuild).
+
+    Unless ``write`` is set, only the reads of :data:`_READS` reach the store; the writes a
+    derivation makes are kept here (the bundle, its refusal) or dropped (an approval
+    carried over to a version that was never committed); any other call is refused and
+    remembered in ``refused_write``, so a swallowed refusal still fails the plan."""
 
     def __init__(self, store: Store, *, force: bool = False, write: bool = False):
         self._store, self._force, self._write = store, force, write
         self.bundle: VersionBundle | None = None
         self.refusal: QuarantineRecord | None = None
+        self.refused_write: str | None = None
 
     def __getattr__(self, name: str) -> Any:
-        if name in _WRITES and not self._write:
-            # A derivation that is only compared writes nothing (an approval carried over,
-            # its event, a claim): each write is a no-op.
-            return lambda *args, **kwargs: None
-        return getattr(self._store, name)
+        if self._write or name in _READS:
+            return getattr(self._store, name)
+        self.refused_write = self.refused_write or name
+        raise GovernanceError(f"a requalification that writes nothing called the store's "
+                              f"{name!r}, which is not a read it may make")
 
     def head(self, tenant: str, node_id: str) -> HeadInfo | None:
         head = self._store.head(tenant, node_id)
@@ -88,6 +103,17 @@ class _DerivingStore:
         self.refusal = record
         if self._write:
             self._store.record_quarantine(tenant, record)
+
+    def activate_sire(self, tenant: str, sire_ids: Sequence[str], *, by: str,
+                      at: str) -> list[SireRecord]:
+        if self._write:
+            return self._store.activate_sire(tenant, sire_ids, by=by, at=at)
+        return []
+
+    def append_policy_event(self, tenant: str, **event: Any) -> PolicyEvent | None:
+        if self._write:
+            return self._store.append_policy_event(tenant, **event)
+        return None
 
 
 @dataclass
@@ -192,6 +218,9 @@ class Requalifier:
         deriving = _DerivingStore(self.store, force=force)
         dry = self._ingestor_type(cast(Store, deriving), self.settings, tenant=self.tenant)
         dry.ingest_one(document, "requalify-plan")
+        if deriving.refused_write is not None:  # raised inside, maybe caught as a quarantine
+            raise GovernanceError(f"requalification refused the store's "
+                                  f"{deriving.refused_write!r} while writing nothing")
         epochs = (["policy"] if label_stale else []) + [
             k for k in changed if k in WITNESS_EPOCHS and not (k == "policy" and label_stale)]
         if deriving.refusal is not None:
