@@ -4,8 +4,8 @@ The public surface is small: load :class:`Settings`, open a store, run an :class
 over sources, and ask an :class:`Engine` for governed search results and verified answers.
 """
 
-from affidavit.config import Settings
-from affidavit.config import load as load_settings
+from typing import TYPE_CHECKING
+
 from affidavit.errors import (
     AffidavitError,
     AuthorizationError,
@@ -19,11 +19,18 @@ from affidavit.errors import (
     StoreError,
 )
 
+if TYPE_CHECKING:
+    from affidavit.config import Settings
+    from affidavit.config import load as load_settings
+
 __version__ = "0.1.0"
 
-# The pipeline classes load on first use, so that importing one small module (say
-# ``affidavit.records``) does not import every stage.
+# The pipeline classes and the settings load on first use, so that importing one small
+# module (say ``affidavit.records``, or the command line to print its help) does not import
+# every stage.
 _LAZY = {
+    "Settings": "affidavit.config",
+    "load_settings": "affidavit.config",
     "Ingestor": "affidavit.ingest",
     "RunSummary": "affidavit.ingest",
     "AskResult": "affidavit.query",
@@ -41,7 +48,8 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module 'affidavit' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(module), name)
+    # ``load_settings`` is the public name of ``affidavit.config.load``.
+    return getattr(importlib.import_module(module), "load" if name == "load_settings" else name)
 
 __all__ = [
     "AffidavitError",

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from affidavit.audit import event_dict, verify_policy_chain
-from affidavit.audit.chain import PolicyChainReport
 from affidavit.cli_commands import EXIT_FAILED, EXIT_OK, Context, _print_json
 from affidavit.cli_ledger import printable
-from affidavit.store.base import Store
+
+if TYPE_CHECKING:
+    from affidavit.audit.chain import PolicyChainReport
+    from affidavit.store.base import Store
 
 
 def add_audit_commands(sub: Any, common: argparse.ArgumentParser,
@@ -39,6 +40,8 @@ def add_audit_commands(sub: Any, common: argparse.ArgumentParser,
 
 
 def cmd_audit(ctx: Context) -> int:
+    from affidavit.audit import event_dict
+
     store = ctx.store()
     if ctx.args.audit_action == "verify":
         return _verify(ctx, store)
@@ -55,6 +58,8 @@ def cmd_audit(ctx: Context) -> int:
 
 
 def _verify(ctx: Context, store: Store) -> int:
+    from affidavit.audit import verify_policy_chain
+
     events = list(store.iter_policy_events(ctx.tenant))
     report = verify_policy_chain(events, tenant=ctx.tenant)
     if report.ok:
@@ -77,6 +82,8 @@ def _ledger_versions_fault(store: Store, tenant: str, hashes: dict[int, str],
                            report: PolicyChainReport) -> PolicyChainReport:
     """The chain's report, failed when a ledger record names a policy event that is gone or
     differs (the chain's newest events were dropped or rewritten)."""
+    from affidavit.audit.chain import PolicyChainReport
+
     for entry in store.iter_ledger(tenant):
         named = json.loads(entry.payload).get("policy_version")
         if not isinstance(named, dict) or int(named.get("seq", 0)) == 0:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from affidavit.canary import run_canaries
 from affidavit.cli_commands import EXIT_FAILED, EXIT_OK, Context, UsageError, _print_json
 
 DEFAULT_SCRATCH = "canary-scratch"
@@ -32,6 +31,8 @@ def add_canary_commands(sub: Any, common: argparse.ArgumentParser,
 
 
 def cmd_canary(ctx: Context) -> int:
+    from affidavit.canary import run_canaries
+
     scratch = ctx.args.scratch_tenant
     if scratch == ctx.tenant:
         raise UsageError("the scratch tenant must not be the tenant in use")

@@ -1,4 +1,9 @@
-"""What each ``affidavit`` command does; :mod:`affidavit.cli` parses arguments and calls these."""
+"""What each ``affidavit`` command does; :mod:`affidavit.cli` parses arguments and calls these.
+
+The command line imports this module to build its parser, so at module level it imports only
+the standard library and the error types: each command imports what it needs when it runs
+(pinned by tests/project/test_startup_imports.py).
+"""
 
 from __future__ import annotations
 
@@ -9,27 +14,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from affidavit import config as config_module
-from affidavit.audit import changes as audited
-from affidavit.audit import events_after, operator_actor
-from affidavit.authz import (
-    FailClosedAuthorizer,
-    StoreAuthorizer,
-    may_view_record,
-    parse_principal,
-    parse_subject,
-    parse_tuple,
-)
 from affidavit.cli_errors import EXIT_BUSY as EXIT_BUSY
 from affidavit.cli_errors import EXIT_FAILED as EXIT_FAILED
 from affidavit.cli_errors import EXIT_OK as EXIT_OK
 from affidavit.cli_errors import EXIT_QUARANTINED as EXIT_QUARANTINED
 from affidavit.cli_errors import EXIT_USAGE as EXIT_USAGE
 from affidavit.cli_errors import UsageError as UsageError
-from affidavit.config import Settings
 from affidavit.errors import NotFound, RunInProgress
 
 if TYPE_CHECKING:
+    from affidavit.config import Settings
     from affidavit.store import Store
 
 
@@ -48,6 +42,8 @@ class Context:
     """What every command needs: settings and a store, opened lazily."""
 
     def __init__(self, args: argparse.Namespace):
+        from affidavit import config as config_module
+
         self.args = args
         self.settings: Settings = config_module.load(
             args.config, overrides={"store.db": args.db, "tenant": args.tenant})
@@ -159,6 +155,8 @@ def cmd_runs(ctx: Context) -> int:
 
 
 def cmd_quarantine(ctx: Context) -> int:
+    from affidavit.audit import changes as audited
+
     store, args = ctx.store(), ctx.args
     records = store.list_quarantine(ctx.tenant, getattr(args, "run_id", None))
     if args.quarantine_action == "release":
@@ -184,6 +182,7 @@ def cmd_quarantine(ctx: Context) -> int:
 
 
 def cmd_search(ctx: Context) -> int:
+    from affidavit.authz import parse_principal
     from affidavit.query import Engine
 
     engine = Engine(ctx.store(), ctx.settings, tenant=ctx.tenant)
@@ -218,6 +217,7 @@ def cmd_search(ctx: Context) -> int:
 
 
 def cmd_ask(ctx: Context) -> int:
+    from affidavit.authz import parse_principal
     from affidavit.query import Engine
 
     principal = parse_principal(ctx.args.as_principal)
@@ -256,6 +256,8 @@ def _refusal_exit(output_state: str, reasons: list[str], *, as_json: bool) -> in
 
 
 def cmd_ledger_show(ctx: Context) -> int:
+    from affidavit.audit import events_after
+    from affidavit.authz import FailClosedAuthorizer, StoreAuthorizer, may_view_record
     from affidavit.ledger.record import redact_for
 
     store = ctx.store()
@@ -310,6 +312,10 @@ def cmd_worker(ctx: Context) -> int:
 
 
 def cmd_authz(ctx: Context) -> int:
+    from affidavit.audit import changes as audited
+    from affidavit.audit import operator_actor
+    from affidavit.authz import StoreAuthorizer, parse_subject, parse_tuple
+
     args, store = ctx.args, ctx.store(create=True)
     action = args.authz_action
     if action in ("add", "remove"):
@@ -356,24 +362,31 @@ def cmd_authz(ctx: Context) -> int:
 
 
 def cmd_sire(ctx: Context) -> int:
+    from affidavit.authz import FailClosedAuthorizer, StoreAuthorizer, parse_principal
     from affidavit.identity.lifecycle import approve_sires
     from affidavit.identity.sire_labels import sire_records_for
 
     args, store = ctx.args, ctx.store()
     if args.sire_action == "list":
-        records = store.list_sire(ctx.tenant, state=args.state)
+        from affidavit.identity.sire_diff import describe_diff, proposal_diffs
+
+        records, authz = store.list_sire(ctx.tenant, state=args.state), None
         if args.as_principal is not None:
             authz = FailClosedAuthorizer(StoreAuthorizer(store, ctx.settings)).context_for(
                 ctx.tenant, parse_principal(args.as_principal))
             records = sire_records_for(store, authz, records)
+        diffs = proposal_diffs(store, ctx.tenant, records, authz)
         if args.json:
             _print_json([{"sire_id": r.sire_id, "alias": r.alias, "title": r.title,
                           "state": r.state, "approved_by": r.approved_by,
-                          "approved_at": r.approved_at, **r.sire.to_dict()} for r in records])
+                          "approved_at": r.approved_at, **r.sire.to_dict(),
+                          "proposal_diff": diffs.get(r.sire_id)} for r in records])
             return EXIT_OK
         for r in records:
             print(f"{r.sire_id}  {r.state:<8} {r.alias}  subject={r.sire.subject} "
                   f"excluded={list(r.sire.excluded)}")
+            if r.sire_id in diffs:
+                print(f"  {describe_diff(diffs[r.sire_id])}")
         return EXIT_OK
     from affidavit.cli_bulk import sire_targets
 

@@ -17,18 +17,12 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from affidavit.audit import changes as audited
 from affidavit.cli_commands import EXIT_OK, Context, UsageError, _print_json
-from affidavit.records import node_id_for
-from affidavit.store.base import (
-    IDENTITY_COLLISION,
-    KEEP,
-    TAKE_OVER,
-    IdentityResolution,
-    QuarantineRecord,
-)
+
+if TYPE_CHECKING:
+    from affidavit.store.base import QuarantineRecord
 
 
 def add_identity_commands(sub: Any, common: argparse.ArgumentParser,
@@ -42,9 +36,11 @@ def add_identity_commands(sub: Any, common: argparse.ArgumentParser,
                         description="Record who keeps a source_id that two paths claim.")
     q.add_argument("path", help="the quarantined path that claims the source_id")
     choice = q.add_mutually_exclusive_group(required=True)
-    choice.add_argument("--take-over", dest="decision", action="store_const", const=TAKE_OVER,
+    # The option names the decision; _resolve maps it to the store's value, so that
+    # building the parser does not import the store.
+    choice.add_argument("--take-over", dest="decision", action="store_const", const="take_over",
                         help="the path becomes the owner; its next ingest supersedes the node")
-    choice.add_argument("--keep", dest="decision", action="store_const", const=KEEP,
+    choice.add_argument("--keep", dest="decision", action="store_const", const="keep",
                         help="the current owner keeps the node; the path stays refused")
     q.add_argument("--by", required=True, help="who decides (recorded)")
     q.add_argument("--source-id", default=None,
@@ -66,13 +62,20 @@ def cmd_identity(ctx: Context) -> int:
 
 
 def _open_collisions(ctx: Context, path: str | None = None) -> list[QuarantineRecord]:
+    from affidavit.store.base import IDENTITY_COLLISION
+
     return [r for r in ctx.store().list_quarantine(ctx.tenant)
             if r.reason_code == IDENTITY_COLLISION and r.released_by is None
             and (path is None or r.alias == path)]
 
 
 def _resolve(ctx: Context) -> int:
+    from affidavit.audit import changes as audited
+    from affidavit.records import node_id_for
+    from affidavit.store.base import KEEP, TAKE_OVER, IdentityResolution
+
     args, store = ctx.args, ctx.store()
+    decision = {"take_over": TAKE_OVER, "keep": KEEP}[args.decision]
     if not args.by.strip():
         raise UsageError("a resolution must name who decides (--by)")
     entries = _open_collisions(ctx, args.path)
@@ -90,12 +93,12 @@ def _resolve(ctx: Context) -> int:
     at = _now()
     audited.resolve_identity(store, ctx.tenant, IdentityResolution(
         node_id=node_id, source_id=source_id, claimant=args.path, owner=owner,
-        decision=args.decision, resolved_by=args.by, resolved_at=at, note=args.note))
+        decision=decision, resolved_by=args.by, resolved_at=at, note=args.note))
     for entry in entries:
         if entry.source_id == source_id:
             audited.release_quarantine(store, ctx.tenant, entry.run_id, entry.alias,
                                        actor=args.by)
-    if args.decision == TAKE_OVER:
+    if decision == TAKE_OVER:
         print(f"{args.path} now holds source_id {source_id!r} (was {owner}), decided by "
               f"{args.by}; its next ingest supersedes the document")
     else:

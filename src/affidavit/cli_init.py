@@ -9,15 +9,14 @@ unless ``--force`` is given: an operator's own settings file must not be lost to
 from __future__ import annotations
 
 import shutil
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from affidavit import config as config_module
 from affidavit.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
     from affidavit.cli_commands import Context
 
 EXAMPLE_SETTINGS = "affidavit.toml"
@@ -30,6 +29,8 @@ class ExampleExists(ConfigurationError):
 
 def example_files() -> list[tuple[str, Traversable]]:
     """Every file of the bundled example, as (relative path, resource), in a stable order."""
+    from importlib import resources
+
     root = resources.files("affidavit_examples")
     found: list[tuple[str, Traversable]] = [(EXAMPLE_SETTINGS, root / EXAMPLE_SETTINGS)]
     pending: list[tuple[str, Traversable]] = [(EXAMPLE_CORPUS, root / EXAMPLE_CORPUS)]
@@ -78,6 +79,8 @@ def cmd_init(ctx: Context) -> int:
         written = write_example(Path.cwd(), force=ctx.args.force)
         corpus = sum(1 for name in written if name.startswith(EXAMPLE_CORPUS + "/"))
         print(f"wrote {EXAMPLE_SETTINGS} and {corpus} files under {EXAMPLE_CORPUS}/")
+        from affidavit import config as config_module
+
         ctx.settings = config_module.load(
             None, overrides={"store.db": ctx.args.db, "tenant": ctx.args.tenant})
     store = ctx.store(create=True)

@@ -9,16 +9,14 @@ document. The CLI acts for whoever can open the database (DESIGN.md, "Who the ca
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from affidavit.audit import operator_actor
-from affidavit.classify.model import label_sources
-from affidavit.classify.overrides import record_override
-from affidavit.classify.policy import SensitivityPolicy
 from affidavit.cli_commands import EXIT_OK, Context, _print_json
 from affidavit.cli_errors import UsageError
 from affidavit.cli_ledger import printable
-from affidavit.store.base import Store
+
+if TYPE_CHECKING:
+    from affidavit.store.base import Store
 
 
 def add_labels_commands(sub: Any, common: argparse.ArgumentParser,
@@ -50,6 +48,11 @@ def _node(store: Store, tenant: str, document: str) -> tuple[str, str]:
 
 
 def cmd_labels(ctx: Context) -> int:
+    from affidavit.audit import operator_actor
+    from affidavit.classify.model import label_sources
+    from affidavit.classify.overrides import record_override
+    from affidavit.classify.policy import SensitivityPolicy
+
     args = ctx.args
     store = ctx.store()
     node_id, version_id = _node(store, ctx.tenant, args.document)

@@ -8,20 +8,14 @@ by such a reader, and its creation is recorded in the policy audit trail with ``
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from affidavit.audit import operator_actor
-from affidavit.authz.tuples import parse_principal
-from affidavit.classify.policy import SensitivityPolicy
 from affidavit.cli_commands import EXIT_OK, Context, _print_json
 from affidavit.cli_ledger import printable
-from affidavit.references.links import (
-    add_reference,
-    list_references,
-    resolve_document,
-    search_references,
-)
-from affidavit.references.model import DIRECTIONS, LOCATION_TYPES, SOFT_KINDS, Reference
+from affidavit.references.model import DIRECTIONS, LOCATION_TYPES, SOFT_KINDS
+
+if TYPE_CHECKING:
+    from affidavit.references.model import Reference
 
 
 def add_refs_commands(sub: Any, common: argparse.ArgumentParser, reader: argparse.ArgumentParser,
@@ -56,7 +50,16 @@ def add_refs_commands(sub: Any, common: argparse.ArgumentParser, reader: argpars
 
 
 def cmd_refs(ctx: Context) -> int:
+    from affidavit.audit import operator_actor
+    from affidavit.authz.tuples import parse_principal
+    from affidavit.classify.policy import SensitivityPolicy
     from affidavit.query import Engine
+    from affidavit.references.links import (
+        add_reference,
+        list_references,
+        resolve_document,
+        search_references,
+    )
 
     args = ctx.args
     store = ctx.store()

@@ -12,8 +12,7 @@ from typing import Any
 
 from affidavit.cli_commands import EXIT_OK, Context, UsageError
 from affidavit.errors import NotFound
-from affidavit.service.keys import ROLES
-from affidavit.store import display_location
+from affidavit.service.roles import ROLES
 
 _BY_HELP = ("who makes the change, recorded in the policy audit trail "
             "(default: os:<the user running the command>)")
@@ -94,6 +93,7 @@ def cmd_keys(ctx: Context) -> int:
 def cmd_serve(ctx: Context) -> int:
     from affidavit.service.app import create_app, store_opener_for
     from affidavit.service.openapi import default_document
+    from affidavit.store import display_location
 
     args = ctx.args
     if args.print_openapi:

@@ -13,11 +13,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from affidavit.answer.check import ClaimCheck, check_claim, parse_claim_line
 from affidavit.cli_commands import EXIT_OK, Context
 from affidavit.errors import InputRejected
+
+if TYPE_CHECKING:
+    from affidavit.answer.check import ClaimCheck
 
 
 def add_verify_claims_command(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -35,6 +37,8 @@ def add_verify_claims_command(sub: Any, common: argparse.ArgumentParser) -> None
 
 def check_claim_lines(lines: list[str], *, threshold: float) -> list[ClaimCheck]:
     """Check every non-blank line; :class:`InputRejected` names the first bad line."""
+    from affidavit.answer.check import check_claim, parse_claim_line
+
     checks: list[ClaimCheck] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():

@@ -19,10 +19,10 @@ from datetime import UTC, date, datetime, time
 
 from affidavit.authz import parse_principal
 from affidavit.errors import AuthenticationError, InputRejected
+from affidavit.service.roles import ROLES as ROLES
 from affidavit.store.base import ApiKeyRecord, Store
 
 KEY_PREFIX = "afd"
-ROLES = ("reader", "ingester", "reviewer", "admin")
 
 
 @dataclass(frozen=True)
