@@ -19,6 +19,7 @@ from typing import Any
 
 from affidavit.authz.tuples import document_object_tokens, parse_subject
 from affidavit.chunking import chunk_document
+from affidavit.chunking.ids import chunk_ids
 from affidavit.classify import SensitivityPolicy, build_segments
 from affidavit.classify.derived import DocumentDerivedLabels, format_locator, label_derived
 from affidavit.classify.document import effective_declared, label_document
@@ -448,7 +449,11 @@ class Ingestor:
         # Titles, paths and headings leave the store beside the chunks: labelled like text.
         derived = label_derived(title, document.alias, drafts, labels, policy=self.policy,
                                 declared=declared)
-        chunks = tuple(self._chunk(d, node_id, version_id, derived, witness) for d in drafts)
+        # Ids from what each chunk is, not from the version: unchanged chunks of an edited
+        # document keep their ids and vectors (affidavit.chunking.ids).
+        ids = chunk_ids(self.tenant, node_id, drafts)
+        chunks = tuple(self._chunk(d, chunk_id, node_id, version_id, derived, witness)
+                       for d, chunk_id in zip(drafts, ids, strict=True))
         postings: dict[str, tuple[tuple[str, int], ...]] = {}
         lengths: dict[str, int] = {}
         for chunk in chunks:
@@ -481,10 +486,8 @@ class Ingestor:
         )
 
     @staticmethod
-    def _chunk(draft: ChunkDraft, node_id: str, version_id: str,
+    def _chunk(draft: ChunkDraft, chunk_id: str, node_id: str, version_id: str,
                derived: DocumentDerivedLabels, witness: str) -> Chunk:
-        chunk_id = stable_hash("chunk", version_id, json.dumps(list(draft.heading_path)),
-                               str(draft.start), str(draft.end))[:32]
         return Chunk(
             chunk_id=chunk_id, node_id=node_id, version_id=version_id, ordinal=draft.ordinal,
             start=draft.start, end=draft.end, text=draft.text, label=draft.label,

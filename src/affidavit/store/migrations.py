@@ -397,4 +397,46 @@ BEGIN INSERT INTO policy_generations VALUES ({row}.tenant_id, 1)
       ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1; END;
 """ for table in ("relation_tuples", "label_grants")
     for event, row in (("INSERT", "NEW"), ("DELETE", "OLD"), ("UPDATE", "NEW")))),
+    Migration(16, "chunk_rows_by_version", """
+-- A chunk id no longer names a version (affidavit.chunking.ids): the unchanged chunks of an
+-- edited document keep their ids, so several versions of a node may hold one id and a chunk
+-- row is keyed by id and version. Rows written before keep their ids (old ledger records
+-- cite them) and their lexical keys. SQLite cannot change a primary key in place: the table
+-- is copied, and the postings view over it is made again.
+DROP VIEW postings;
+CREATE TABLE chunks_by_version (
+    tenant_id         TEXT NOT NULL,
+    chunk_id          TEXT NOT NULL,
+    version_id        TEXT NOT NULL,
+    node_id           TEXT NOT NULL,
+    ordinal           INTEGER NOT NULL,
+    start_offset      INTEGER NOT NULL,
+    end_offset        INTEGER NOT NULL,
+    text              TEXT NOT NULL,
+    label             TEXT NOT NULL,
+    heading_path_json TEXT NOT NULL,
+    locator           TEXT NOT NULL,
+    witness           TEXT NOT NULL,
+    n_tokens          INTEGER NOT NULL,
+    is_head           INTEGER NOT NULL,
+    label_epoch       TEXT NOT NULL DEFAULT '',
+    chunk_key         INTEGER,
+    derived_json      TEXT,
+    PRIMARY KEY (tenant_id, chunk_id, version_id)
+);
+INSERT INTO chunks_by_version (tenant_id, chunk_id, version_id, node_id, ordinal,
+    start_offset, end_offset, text, label, heading_path_json, locator, witness, n_tokens,
+    is_head, label_epoch, chunk_key, derived_json)
+    SELECT tenant_id, chunk_id, version_id, node_id, ordinal, start_offset, end_offset, text,
+    label, heading_path_json, locator, witness, n_tokens, is_head, label_epoch, chunk_key,
+    derived_json FROM chunks ORDER BY rowid;
+DROP TABLE chunks;
+ALTER TABLE chunks_by_version RENAME TO chunks;
+CREATE INDEX chunks_version ON chunks (tenant_id, version_id);
+CREATE UNIQUE INDEX chunks_by_key ON chunks (chunk_key);
+CREATE VIEW postings (tenant_id, term, chunk_id, tf) AS
+    SELECT t.tenant_id, t.term, c.chunk_id, p.tf FROM lexical_postings p
+    JOIN lexical_terms t ON t.term_key = p.term_key
+    JOIN chunks c ON c.chunk_key = p.chunk_key;
+"""),
 )

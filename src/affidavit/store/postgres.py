@@ -66,7 +66,7 @@ from affidavit.store.postgres_vectors import (
     DEFAULT_EXACT_THRESHOLD,
     VectorTables,
 )
-from affidavit.store.views import chunk_record_for
+from affidavit.store.views import chunk_record_for, first_row_per_chunk
 
 _CHUNK_COLUMNS = (
     "c.chunk_id, c.node_id, c.version_id, c.ordinal, c.start_offset, c.end_offset, c.text, "
@@ -329,11 +329,12 @@ class PostgresStore(PostgresIngestLocks, GovernanceTables, VectorTables, ApiKeyT
             tenant,
             f"SELECT {_CHUNK_COLUMNS}, v.title, v.alias, c.derived_json FROM chunks c "
             "JOIN versions v ON v.tenant_id = c.tenant_id AND v.version_id = c.version_id "
-            "WHERE c.tenant_id = %s AND c.label = %s "
-            "AND c.chunk_id = ANY(%s) ORDER BY c.chunk_id", (tenant, label, ids))
+            "WHERE c.tenant_id = %s AND c.label = %s AND c.chunk_id = ANY(%s) "
+            "ORDER BY c.chunk_id, c.is_head DESC, v.created_at DESC, c.version_id DESC",
+            (tenant, label, ids))
         return [replace(_row_chunk(r), derived=derived_from_json(r[13], title=str(r[11]),
                                                                  alias=str(r[12])))
-                for r in rows]
+                for r in first_row_per_chunk(rows)]
 
 
 def bm25_query(visible: str) -> str:
@@ -398,6 +399,10 @@ def _write_version_rows(conn: Connection, b: VersionBundle) -> None:
               c.label, json.dumps(list(c.heading_path), ensure_ascii=False), c.locator,
               c.witness, b.chunk_lengths[c.chunk_id], b.label_epoch) for c in b.chunks])
         write_derived_labels(cur, t, b.chunks)
+        # Postings are keyed by chunk id: an unchanged chunk, still in the previous head
+        # until it retires, gets this version's postings, which are the same.
+        cur.execute("DELETE FROM postings WHERE tenant_id = %s AND chunk_id = ANY(%s)",
+                    (t, sorted(b.postings)))
         cur.executemany(
             "INSERT INTO postings VALUES (%s, %s, %s, %s)",
             [(t, term, chunk_id, tf) for chunk_id, pairs in sorted(b.postings.items())
@@ -417,12 +422,15 @@ def _write_version_rows(conn: Connection, b: VersionBundle) -> None:
 def write_derived_labels(cur: psycopg.Cursor[Any], tenant: str,
                          chunks: Sequence[Chunk]) -> None:
     """The labels of each chunk's title, path and headings (migration 10), in one statement
-    by chunk id, so that the chunk insert and the bulk copy keep their column lists."""
+    by chunk id and version, so that the chunk insert and the bulk copy keep their column
+    lists."""
     cur.execute(
         "UPDATE chunks c SET derived_json = d.derived_json "
-        "FROM unnest(%s::text[], %s::text[]) AS d(chunk_id, derived_json) "
-        "WHERE c.tenant_id = %s AND c.chunk_id = d.chunk_id",
-        ([c.chunk_id for c in chunks], [derived_to_json(c.derived) for c in chunks], tenant))
+        "FROM unnest(%s::text[], %s::text[], %s::text[]) AS d(chunk_id, version_id, "
+        "derived_json) WHERE c.tenant_id = %s AND c.chunk_id = d.chunk_id "
+        "AND c.version_id = d.version_id",
+        ([c.chunk_id for c in chunks], [c.version_id for c in chunks],
+         [derived_to_json(c.derived) for c in chunks], tenant))
 
 
 def _move_head(conn: Connection, tenant: str, node_id: str, version_id: str | None,
@@ -461,9 +469,11 @@ def _retire_version(conn: Connection, tenant: str, version_id: str) -> None:
     stats = conn.execute(
         "SELECT COUNT(*), COALESCE(SUM(n_tokens), 0) FROM chunks WHERE tenant_id = %s "
         "AND version_id = %s AND is_head", (tenant, version_id)).fetchone()
+    # A chunk id the new head holds too (an unchanged chunk) keeps its postings and vector.
     retired = [str(r[0]) for r in conn.execute(
-        "SELECT chunk_id FROM chunks WHERE tenant_id = %s AND version_id = %s",
-        (tenant, version_id)).fetchall()]
+        "SELECT chunk_id FROM chunks WHERE tenant_id = %s AND version_id = %s "
+        "EXCEPT SELECT chunk_id FROM chunks WHERE tenant_id = %s AND is_head "
+        "AND version_id <> %s", (tenant, version_id, tenant, version_id)).fetchall()]
     conn.execute("DELETE FROM postings WHERE tenant_id = %s AND chunk_id = ANY(%s)",
                  (tenant, retired))
     conn.execute("DELETE FROM vectors WHERE tenant_id = %s AND chunk_id = ANY(%s)",

@@ -436,6 +436,17 @@ CREATE TRIGGER label_grants_policy_generation
     FOR EACH ROW EXECUTE FUNCTION affidavit_bump_policy_generation();
 """
 
+# A chunk id no longer names a version (affidavit.chunking.ids): the unchanged chunks of an
+# edited document keep their ids, so several versions of a node may hold one id and a chunk
+# row is keyed by id and version. The id stays first in the key: lexical search still
+# probes a posting's chunk by (tenant, id), the head row admitted by the filter. Rows
+# written before keep their ids, which old ledger records cite.
+_CHUNK_ROWS_BY_VERSION = """
+ALTER TABLE chunks DROP CONSTRAINT chunks_pkey,
+    ADD PRIMARY KEY (tenant_id, chunk_id, version_id) INCLUDE (label, is_head, n_tokens,
+                                                               label_epoch);
+"""
+
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial_schema", _INITIAL_SCHEMA),
     Migration(2, "ingest_queue", _INGEST_QUEUE),
@@ -448,6 +459,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(11, "policy_events", _POLICY_EVENTS),
     Migration(12, "references", _REFERENCES),
     Migration(13, "policy_generation", _POLICY_GENERATION),
+    Migration(14, "chunk_rows_by_version", _CHUNK_ROWS_BY_VERSION),
 )
 
 TENANT_TABLES: tuple[str, ...] = (

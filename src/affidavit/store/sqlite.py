@@ -48,7 +48,7 @@ from affidavit.store.sqlite_locks import SQLiteIngestLocks
 from affidavit.store.sqlite_policy import PolicyEventTables
 from affidavit.store.sqlite_references import ReferenceTables
 from affidavit.store.sqlite_vectors import VectorTables, visibility_sql
-from affidavit.store.views import chunk_record_for
+from affidavit.store.views import chunk_record_for, first_row_per_chunk
 
 _CHUNK_COLUMNS = (
     "c.chunk_id, c.node_id, c.version_id, c.ordinal, c.start_offset, c.end_offset, c.text, "
@@ -256,9 +256,10 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
               b.chunk_lengths[c.chunk_id], b.label_epoch) for c in b.chunks])
         # The labels of each chunk's title, path and headings (migration 12), by name.
         conn.executemany(
-            "UPDATE chunks SET derived_json = ? WHERE tenant_id = ? AND chunk_id = ?",
-            [(derived_to_json(c.derived), t, c.chunk_id) for c in b.chunks])
-        write_postings(conn, t, [c.chunk_id for c in b.chunks], b.postings)
+            "UPDATE chunks SET derived_json = ? WHERE tenant_id = ? AND chunk_id = ? "
+            "AND version_id = ?",
+            [(derived_to_json(c.derived), t, c.chunk_id, b.version_id) for c in b.chunks])
+        write_postings(conn, t, b.version_id, [c.chunk_id for c in b.chunks], b.postings)
         conn.executemany("INSERT INTO acl_tokens VALUES (?, ?, ?)",
                          [(t, b.version_id, token) for token in sorted(set(b.acl_tokens))])
         conn.execute(
@@ -305,10 +306,13 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             "SELECT COUNT(*), COALESCE(SUM(n_tokens), 0) FROM chunks WHERE tenant_id = ? "
             "AND version_id = ? AND is_head = 1", (tenant, version_id)).fetchone()
         delete_postings(conn, tenant, version_id)
+        # A chunk id the new head holds too (an unchanged chunk) keeps its vector.
         conn.execute(
             "DELETE FROM vectors WHERE tenant_id = ? AND chunk_id IN "
-            "(SELECT chunk_id FROM chunks WHERE tenant_id = ? AND version_id = ?)",
-            (tenant, tenant, version_id))
+            "(SELECT chunk_id FROM chunks WHERE tenant_id = ? AND version_id = ?) "
+            "AND chunk_id NOT IN (SELECT chunk_id FROM chunks WHERE tenant_id = ? "
+            "AND is_head = 1 AND version_id <> ?)",
+            (tenant, tenant, version_id, tenant, version_id))
         conn.execute("UPDATE chunks SET is_head = 0 WHERE tenant_id = ? AND version_id = ?",
                      (tenant, version_id))
         conn.execute("UPDATE lexical_stats SET n_chunks = n_chunks - ?, "
@@ -451,11 +455,12 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             f"SELECT {_CHUNK_COLUMNS}, v.title, v.alias, c.derived_json FROM chunks c "
             "JOIN versions v ON v.tenant_id = c.tenant_id AND v.version_id = c.version_id "
             "WHERE c.tenant_id = ? AND c.label = ? "
-            f"AND c.chunk_id IN ({_placeholders(len(ids))}) ORDER BY c.chunk_id",
+            f"AND c.chunk_id IN ({_placeholders(len(ids))}) "
+            "ORDER BY c.chunk_id, c.is_head DESC, v.created_at DESC, c.version_id DESC",
             (tenant, label, *ids))
         return [replace(_row_chunk(r), derived=derived_from_json(r[13], title=str(r[11]),
                                                                  alias=str(r[12])))
-                for r in rows]
+                for r in first_row_per_chunk(rows)]
 
 def _split_sql(script: str) -> list[str]:
     """Split a migration into statements; triggers keep their inner semicolons."""
