@@ -1,10 +1,17 @@
 """The geometric boundary of a corpus (spec 003 §4.7, §6.2): centroid and Ledoit–Wolf
-shrunk covariance of its chunk vectors, and the Mahalanobis distance to it.
+shrunk covariance of its chunk vectors, the Mahalanobis distance to it, and the
+chi-squared control limit that distance is judged against (:mod:`.control_limit`).
 
 Computed once per ingestion run that has vectors, over the head chunks the run leaves
 served; immutable for that run. The distance of a query or of an evidence chunk is a
-plausibility signal for the ledger, not semantic proof. Pure numpy, closed form, so the same
-vectors give the same boundary.
+plausibility signal for the ledger, not semantic proof: the ledger records whether each lies
+inside the limit, and nothing is refused for lying outside. Pure numpy, closed form, so the
+same vectors give the same boundary.
+
+A run whose boundary cannot be computed (too few vectors, a singular covariance, vectors
+that are not finite, an embedder that fails) does not promote its chunks (spec 003 §10.1):
+:func:`lock_boundary` raises :class:`BoundaryFailure` with a reason code, and the run keeps
+the previous heads serving (:mod:`affidavit.index.boundary_gate`).
 
 Ledoit–Wolf, as in Ledoit & Wolf (2004) and scikit-learn's ``ledoit_wolf``: with ``X`` the
 centred ``n × p`` data and ``S = XᵀX / n``, ``m = tr(S) / p``,
@@ -23,13 +30,27 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from affidavit.errors import InputRejected
+from affidavit.errors import GovernanceError, InputRejected
+from affidavit.index.control_limit import DEFAULT_CONFIDENCE, ControlLimit
 from affidavit.records import canonical_json, sha256_hex
 from affidavit.store.base import Store
 
 Matrix = npt.NDArray[np.float64]
 BOUNDARY_VERSION = "ledoit-wolf-v1"
 DEGRADED_BOUNDARY = "DEGRADED_BOUNDARY"
+BOUNDARY_TOO_FEW_VECTORS = "BOUNDARY_TOO_FEW_VECTORS"
+BOUNDARY_SINGULAR = "BOUNDARY_SINGULAR"
+BOUNDARY_NOT_FINITE = "BOUNDARY_NOT_FINITE"
+BOUNDARY_EMBEDDER_FAILED = "BOUNDARY_EMBEDDER_FAILED"
+
+
+class BoundaryFailure(GovernanceError):
+    """The run's boundary cannot be computed: its chunks are not promoted."""
+
+    def __init__(self, reason_code: str, detail: str):
+        super().__init__(f"{reason_code}: {detail}")
+        self.reason_code = reason_code
+        self.detail = detail
 
 
 def ledoit_wolf(vectors: npt.ArrayLike) -> tuple[Matrix, float]:
@@ -68,7 +89,22 @@ class Boundary:
         return int(self.mu.shape[0])
 
     @functools.cached_property
+    def degrees_of_freedom(self) -> int:
+        """The dimensions Σ actually spans (its numerical rank): all of them once
+        Ledoit–Wolf has shrunk it; fewer when it could not (two vectors give no shrinkage
+        and a rank of one), and then distances are measured within that span, through the
+        pseudo-inverse. Zero only when every vector is the same."""
+        return int(np.linalg.matrix_rank(self.sigma, hermitian=True))
+
+    def control_limit(self, confidence: float = DEFAULT_CONFIDENCE) -> ControlLimit:
+        """The chi-squared upper control limit at ``confidence`` (spec 003 §4.7), with as
+        many degrees of freedom as Σ spans dimensions."""
+        return ControlLimit.for_dimensions(max(self.degrees_of_freedom, 1), confidence)
+
+    @functools.cached_property
     def _precision(self) -> Matrix:
+        if self.degrees_of_freedom < self.dimensions:
+            return np.asarray(np.linalg.pinv(self.sigma, hermitian=True), dtype=np.float64)
         try:
             return np.asarray(np.linalg.inv(self.sigma), dtype=np.float64)
         except np.linalg.LinAlgError:  # all vectors equal: no spread in some direction
@@ -118,10 +154,10 @@ def compute_boundary(vectors: npt.ArrayLike) -> Boundary:
     """Centroid and Ledoit–Wolf covariance of at least two finite vectors."""
     x = np.asarray(vectors, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 1:
-        raise InputRejected("BOUNDARY_TOO_FEW_VECTORS",
+        raise InputRejected(BOUNDARY_TOO_FEW_VECTORS,
                             "a boundary needs at least two vectors of one length")
     if not np.all(np.isfinite(x)):
-        raise InputRejected("BOUNDARY_NOT_FINITE", "vectors must be finite")
+        raise InputRejected(BOUNDARY_NOT_FINITE, "vectors must be finite")
     sigma, shrinkage = ledoit_wolf(x)
     return Boundary(mu=x.mean(axis=0), sigma=sigma, n=int(x.shape[0]), shrinkage=shrinkage)
 
@@ -135,8 +171,32 @@ def corpus_boundary(store: Store, tenant: str, model_id: str) -> Boundary | None
     return compute_boundary(np.vstack([np.frombuffer(b, dtype=np.float32) for b in blobs]))
 
 
+def lock_boundary(vectors: npt.ArrayLike) -> Boundary:
+    """The boundary a run locks, or :class:`BoundaryFailure`: at least two finite vectors
+    with some spread. A covariance of rank zero (every vector the same) is singular in every
+    direction: no ellipsoid to judge a distance against."""
+    try:
+        boundary = compute_boundary(vectors)
+    except InputRejected as exc:
+        raise BoundaryFailure(exc.reason_code, exc.detail) from exc
+    if boundary.degrees_of_freedom == 0:
+        raise BoundaryFailure(BOUNDARY_SINGULAR, "the covariance of the chunk vectors is "
+                              "zero: every vector is the same")
+    return boundary
+
+
+def locked_corpus_boundary(store: Store, tenant: str, model_id: str) -> Boundary:
+    """The boundary of the tenant's served chunk vectors, as a run locks it."""
+    _, blobs = store.head_vectors(tenant, model_id)
+    if len(blobs) < 2:
+        raise BoundaryFailure(BOUNDARY_TOO_FEW_VECTORS,
+                              f"{len(blobs)} served chunk vector(s); a boundary needs two")
+    return lock_boundary(np.vstack([np.frombuffer(b, dtype=np.float32) for b in blobs]))
+
+
 def boundary_record(boundary: Boundary | None, model_id: str,
-                    quarantined: Sequence[str]) -> dict[str, Any]:
+                    quarantined: Sequence[str], *,
+                    confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
     """What a run stores about its boundary: the boundary itself, and ``DEGRADED_BOUNDARY``
     naming the quarantined documents it was computed without (an annotation, not a failure).
     """
@@ -149,18 +209,30 @@ def boundary_record(boundary: Boundary | None, model_id: str,
         "degraded": bool(names),
         "annotations": [DEGRADED_BOUNDARY] if names else [],
         "excluded": names,
+        "version": BOUNDARY_VERSION,
+        "control_limit": (boundary.control_limit(confidence).to_dict()
+                          if boundary is not None else None),
     }
 
 
 def plausibility(boundary: Boundary, query: npt.ArrayLike,
-                 evidence: Mapping[str, npt.ArrayLike]) -> dict[str, Any]:
-    """Ledger entry: the query's and each evidence chunk's distance to the boundary."""
-    distances = {cid: boundary.distance(v) for cid, v in sorted(evidence.items())}
-    query_distance = boundary.distance(query)
+                 evidence: Mapping[str, npt.ArrayLike | None], *,
+                 confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
+    """Ledger entry: the query's and each evidence chunk's distance to the boundary, the
+    control limit they are judged against, and whether each lies inside it (``None`` for
+    a distance that is not a number)."""
+    limit = boundary.control_limit(confidence)
+    # An evidence chunk with no vector (its label is not sent to the embedder) has none.
+    distances = {cid: None if v is None else _finite(boundary.distance(v))
+                 for cid, v in sorted(evidence.items())}
+    query_distance = _finite(boundary.distance(query))
     return {
-        "query": _finite(query_distance),
-        "evidence": {cid: _finite(d) for cid, d in distances.items()},
+        "query": query_distance,
+        "evidence": distances,
         "dimensions": boundary.dimensions,
+        "control_limit": limit.to_dict(),
+        "query_inside": limit.inside(query_distance),
+        "evidence_inside": {cid: limit.inside(d) for cid, d in distances.items()},
     }
 
 
