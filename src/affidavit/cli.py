@@ -32,6 +32,7 @@ from affidavit.cli_commands import (
     cmd_sire,
     cmd_worker,
 )
+from affidavit.cli_completion import add_completion_command, completion_script
 from affidavit.cli_diagnose import add_explain_command, add_whoami_command
 from affidavit.cli_errors import EXIT_BROKEN_PIPE, report_error
 from affidavit.cli_identity import add_identity_commands
@@ -162,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_requalify_command(sub, common, as_json)
     add_service_commands(sub, common, as_json)
     add_verify_claims_command(sub, common)
+    add_completion_command(sub)
 
     p = sub.add_parser("demo", parents=[as_json], help="run the bundled example end to end",
                        description="Ingest the bundled example corpus into a temporary "
@@ -313,6 +315,9 @@ def _dispatch(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     as_json = bool(getattr(args, "json", False))
+    if args.command == "completion":  # needs no settings: works before any affidavit.toml
+        sys.stdout.write(completion_script(parser, args.shell))
+        return 0
     if args.command == "demo":
         from affidavit.demo import run_demo
 
