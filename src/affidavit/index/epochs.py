@@ -10,6 +10,15 @@ with all but the embedding model; a vector is keyed by its model.
 Each ingestion run and each requalification records the vector in force in the policy
 audit trail when it differs from the last one recorded (``epochs.recorded``), so the
 requalification planner can say which epoch changed since the corpus was derived.
+
+Serving checks the whole family through one key. Every chunk row carries the
+:func:`serving_epoch` it was derived under (in its ``label_epoch`` column: the key refines
+the label epoch, which is one of its parts), and every read made for a caller or a model
+pins the reader's current key in the same SQL predicate as the label and ACL filters
+(``AuthzContext.label_epoch``). A change of policy, schema, resolver or classifier prompt
+therefore withholds every chunk derived before it, with its SIRE record (consulted only
+for served chunks), until requalification derives it again or marks it current. Vectors
+are keyed by their embedding model, and a search reads only the current model's.
 """
 
 from __future__ import annotations
@@ -24,9 +33,11 @@ from affidavit.classify.model import classifier_identity
 from affidavit.classify.policy import SensitivityPolicy
 from affidavit.config import Settings
 from affidavit.index.tokenize import Tokenizer
-from affidavit.records import SCHEMA_VERSION
+from affidavit.records import SCHEMA_VERSION, canonical_json, stable_hash
 from affidavit.store.base import Store
 
+RESOLVER_VERSION = "1"
+"""Bump when the identity resolver's code changes which node a document is."""
 EPOCH_KINDS = ("policy", "schema", "resolver", "embedding_model", "prompt_template")
 NO_EMBEDDING = "none"
 
@@ -42,6 +53,7 @@ class Epochs:
     embedding_model: str
     classifier_model: str
     prompt_template: str
+    serving: str = ""  # the family's serving key (see serving_epoch): derived, not recorded
 
     def to_dict(self) -> dict[str, str]:
         return {"policy": self.policy, "label": self.label, "schema": self.schema,
@@ -64,7 +76,6 @@ class Epochs:
 def current_epochs(settings: Settings, tenant: str | None = None) -> Epochs:
     """The epochs ``settings`` put in force for ``tenant``."""
     from affidavit.index.vectors import make_backend
-    from affidavit.ingest import RESOLVER_VERSION, policy_epoch
 
     lex = settings.lexical
     tokenizer = Tokenizer(lex.language, lex.stem, lex.stop_words)
@@ -76,7 +87,45 @@ def current_epochs(settings: Settings, tenant: str | None = None) -> Epochs:
         label=label_epoch(settings.sensitivity), schema=str(SCHEMA_VERSION),
         resolver=RESOLVER_VERSION,
         embedding_model=backend.model_id if backend is not None else NO_EMBEDDING,
-        classifier_model=model_id, prompt_template=prompt_hash)
+        classifier_model=model_id, prompt_template=prompt_hash,
+        serving=serving_epoch(settings, tenant))
+
+
+def policy_epoch(settings: Settings, tokenizer: Tokenizer, tenant: str | None = None) -> str:
+    """Everything in the settings that changes derived artifacts when it changes."""
+    data = {
+        "sensitivity": settings.to_dict()["sensitivity"],
+        "label_epoch": label_epoch(settings.sensitivity),
+        "chunking": settings.to_dict()["chunking"],
+        "acl_default": list(settings.policy_for(tenant or settings.tenant).acl.default),
+        "sire": settings.to_dict()["sire"],
+        "tokenizer": tokenizer.signature,
+        "ingest": settings.to_dict()["ingest"],
+    }
+    return stable_hash("policy-epoch", canonical_json(data))[:16]
+
+
+def serving_epoch(settings: Settings, tenant: str | None = None) -> str:
+    """The key a derived artifact must carry to be served under ``settings``: the witness
+    family (policy with its label part, schema, resolver, classifier model and prompt)
+    without the raw digest. Ingestion stamps it; every read pins it."""
+    lex = settings.lexical
+    tokenizer = Tokenizer(lex.language, lex.stem, lex.stop_words)
+    policy = SensitivityPolicy.from_settings(settings.sensitivity)
+    model_id, prompt_hash = classifier_identity(settings.sensitivity.model, policy)
+    return stable_hash("serving-epoch", policy_epoch(settings, tokenizer, tenant or
+                                                     settings.tenant),
+                       str(SCHEMA_VERSION), RESOLVER_VERSION, model_id, prompt_hash)[:16]
+
+
+def serving_state(store: Store, tenant: str, serving: str,
+                  embedding_model: str | None) -> dict[str, Any]:
+    """What an answer records about the epochs it was served under: the key, how many
+    head documents were derived under another one (withheld until requalified) and the
+    embedding model whose vectors alone are searched."""
+    return {"serving": serving,
+            "stale_documents": len(store.label_stale_heads(tenant, serving)),
+            "embedding_model": embedding_model or NO_EMBEDDING}
 
 
 def recorded_epochs(store: Store, tenant: str) -> dict[str, Any] | None:
