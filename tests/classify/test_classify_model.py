@@ -165,3 +165,18 @@ def test_local_classifier_is_its_own_epoch_and_an_unknown_provider_is_refused(
     with pytest.raises(ConfigurationError):
         ModelParagraphClassifier.from_settings(
             ModelClassifierSettings(enabled=True, provider="llamafile"), policy)
+
+
+def test_a_long_paragraph_is_judged_in_pieces_cut_at_spaces() -> None:
+    from affidavit.classify.likelihood import candidate_labels, description, pieces
+
+    text = " ".join(f"word{n}" for n in range(600))
+    cut = pieces(text, 100)
+    assert all(len(piece) <= 100 for piece in cut) and " ".join(cut) == text
+    assert pieces("x" * 250, 100) == ["x" * 100, "x" * 100, "x" * 50]
+    assert pieces("   ") == []
+    policy = SensitivityPolicy.from_settings(SensitivitySettings(
+        labels=("PUBLIC", "INTERNAL", "TRADE_SECRET", "RESTRICTED"), detectors={}))
+    # RESTRICTED belongs to the rules alone; an unknown label is described by its name.
+    assert candidate_labels(policy) == ("PUBLIC", "INTERNAL", "TRADE_SECRET")
+    assert description("TRADE_SECRET") == "trade secret"
