@@ -250,6 +250,9 @@ class VectorSettings:
     endpoint: str = ""  # openai-compatible embeddings base URL
     model: str = ""
     api_key_env: str = ""
+    # The chi-squared control limit of the geometric boundary (spec 003 §4.7): a query or
+    # evidence vector farther than the quantile at this confidence is outside it.
+    boundary_confidence: float = 0.99
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,9 @@ def validate(settings: Settings) -> None:
     if settings.vectors.compute not in ("ingest", "lazy"):
         raise ConfigurationError("must be 'ingest' or 'lazy'", key="vectors.compute",
                                  source=source)
+    if not 0.5 <= settings.vectors.boundary_confidence < 1.0:
+        raise ConfigurationError("must be at least 0.5 and below 1",
+                                 key="vectors.boundary_confidence", source=source)
     if settings.answer.provider not in ("extractive", "openai", "local"):
         raise ConfigurationError("must be 'extractive', 'openai' or 'local'",
                                  key="answer.provider", source=source)

@@ -39,7 +39,15 @@ from affidavit.identity import (
 from affidavit.identity.carry_over import approved_before, carry_over_commit
 from affidavit.identity.moves import Moves
 from affidavit.index import Tokenizer, term_frequencies
-from affidavit.index.boundary import boundary_record, corpus_boundary
+from affidavit.index.boundary import (
+    BOUNDARY_EMBEDDER_FAILED,
+    BOUNDARY_TOO_FEW_VECTORS,
+    Boundary,
+    BoundaryFailure,
+    boundary_record,
+    locked_corpus_boundary,
+)
+from affidavit.index.boundary_gate import PromotionGuard
 from affidavit.index.drift import check_drift
 from affidavit.index.embed import embed_missing
 from affidavit.index.links import resolve_links
@@ -177,6 +185,8 @@ class Ingestor:
                                                                  self.policy)
         self._overrides: dict[str, dict[int, str]] | None = None
         self._moves: Moves | None = None
+        # node id → the version a failed run's boundary puts back (index.boundary_gate)
+        self.restoring: dict[str, str] = {}
         configure_telemetry(settings.telemetry)
 
     @traced("ingest.run", lambda s: {"affidavit.run_status": s.status,
@@ -211,6 +221,7 @@ class Ingestor:
              "listing": listing}))
         seen: list[str] = []
         self._moves = Moves(self.store, self.tenant, listing)
+        guard = PromotionGuard.start(self) if self._locks_boundary() else None
         try:
             self._relabel_stale(summary)
             for source in sources:
@@ -240,7 +251,14 @@ class Ingestor:
                 self.store, self.settings, self.tenant,
                 [o.node_id for o in summary.outcomes if o.status == INGESTED and o.node_id],
                 self._moves.redirects).to_dict()
-            self._vectors_and_boundary(summary)
+            self._vectors_and_boundary(summary, guard)
+        except BoundaryFailure as failure:
+            # No boundary, no promotion (spec 003 §10.1): the previous heads serve again.
+            summary.status = "FAILED"
+            if guard is not None:
+                summary.boundary = guard.take_back(summary.run_id, failure)
+            self._finish(summary)
+            raise
         except BaseException:
             summary.status = "FAILED"
             self._finish(summary)
@@ -261,27 +279,44 @@ class Ingestor:
                 summary.relabelled.append(outcome.alias)
 
     @traced("index.vectors")
-    def _vectors_and_boundary(self, summary: RunSummary) -> None:
+    def _vectors_and_boundary(self, summary: RunSummary,
+                              guard: PromotionGuard | None = None) -> None:
         """Embed new chunks and lock the run's geometric boundary (spec 003 §6.2).
 
         A failure here fails the run: embedding is systemic, not one document's fault.
         """
         backend = make_backend(self.settings.vectors)
-        if backend is None or self.settings.vectors.compute != "ingest":
+        if backend is None or not self._locks_boundary():
             return
         # Only the declared embedding egress is sent; the rest stays lexical-only.
-        report = embed_missing(self.store, self.tenant, backend,
-                               batch_size=self.settings.vectors.batch_size,
-                               labels=self.settings.egress.embedding_labels,
-                               label_epoch=self.label_epoch)
+        try:
+            report = embed_missing(self.store, self.tenant, backend,
+                                   batch_size=self.settings.vectors.batch_size,
+                                   labels=self.settings.egress.embedding_labels,
+                                   label_epoch=self.label_epoch)
+        except AffidavitError as exc:
+            raise BoundaryFailure(BOUNDARY_EMBEDDER_FAILED, str(exc)) from exc
         summary.vectors = report.to_dict()
-        boundary = corpus_boundary(self.store, self.tenant, backend.model_id)
+        try:
+            boundary: Boundary | None = locked_corpus_boundary(self.store, self.tenant,
+                                                               backend.model_id)
+        except BoundaryFailure as failure:
+            if (failure.reason_code != BOUNDARY_TOO_FEW_VECTORS or guard is None
+                    or guard.promoted()):
+                raise
+            boundary = None  # nothing promoted, nothing to take back (index.boundary_gate)
         record = boundary_record(boundary, backend.model_id,
-                                 [o.alias for o in summary.outcomes if o.status == QUARANTINED])
+                                 [o.alias for o in summary.outcomes if o.status == QUARANTINED],
+                                 confidence=self.settings.vectors.boundary_confidence)
         # The matrix itself is recomputed from the served vectors when needed; the run
         # keeps its digest and the DEGRADED_BOUNDARY annotation naming what was left out.
         record.pop("boundary", None)
         summary.boundary = record
+
+    def _locks_boundary(self) -> bool:
+        """Whether runs embed their chunks and lock a boundary (vectors computed at ingest)."""
+        return (self.settings.vectors.backend.strip().lower() != "none"
+                and self.settings.vectors.compute == "ingest")
 
     def _withdraw_missing(self, listing: str, seen: list[str], run_id: str) -> list[str]:
         gone = sorted(self.store.listed_nodes(self.tenant, listing) - set(seen))
@@ -387,7 +422,10 @@ class Ingestor:
         if head is not None and head.fingerprint == fingerprint:
             outcome.status = UNCHANGED
             return outcome
-        if head is not None:  # the previous version keeps serving past the drift gate
+        restoring = self.restoring.get(node_id)
+        # The previous version keeps serving past the drift gate; a version put back after
+        # a boundary failure was served before and passes (index.boundary_gate).
+        if head is not None and restoring is None:
             check_drift(self.store, self.tenant, head, extracted, len(document.content),
                         raw_digest, alias=document.alias, limits=self.settings.ingest,
                         thresholds=self.settings.drift)
@@ -396,7 +434,8 @@ class Ingestor:
         bundle = self._bundle(document, extracted, metadata, source_id, node_id, version_id,
                               acl, raw_digest, witness, metadata_json, fingerprint, run_id,
                               overrides)
-        approved = approved_before(self.store, self.tenant, head.version_id) if head else None
+        approved = (approved_before(self.store, self.tenant, restoring or head.version_id)
+                    if head else None)
         with stage("index.commit", {"affidavit.chunks": len(bundle.chunks)}):
             self.store.commit_version(bundle)
         # An approval binds to the proposal: an identical one keeps it (identity.carry_over).

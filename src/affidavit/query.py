@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from affidavit.answer import (
     ExtractiveProvider,
@@ -49,8 +50,9 @@ from affidavit.errors import AuthorizationError, ProviderError, RestrictedConten
 from affidavit.identity import sire_shown_to
 from affidavit.identity.sire_labels import withhold_subjects
 from affidavit.index import MemoryIndex
-from affidavit.index.boundary import Boundary, corpus_boundary, plausibility
+from affidavit.index.boundary import BOUNDARY_VERSION, Boundary, corpus_boundary, plausibility
 from affidavit.index.embed import embed_query
+from affidavit.index.serving import DEGRADED_BOUNDARY, boundary_entry
 from affidavit.index.snapshot import SQLiteSnapshotSource
 from affidavit.ledger.record import LedgerWriter
 from affidavit.records import AuthzContext, ScoredChunk, canonical_json, stable_hash
@@ -265,6 +267,9 @@ class Engine:
             return self._refuse(trace, f"AUTHORIZATION_FAILED: {exc}")
         trace.record["authz"] = authz.to_dict()
         trace.record["corpus_generation"] = self.store.corpus_generation(self.tenant)
+        # The run whose boundary this answer is judged against; DEGRADED_BOUNDARY and the
+        # documents it left out when it quarantined some (spec 003 §10.2).
+        trace.record["boundary"] = boundary_entry(self.store, self.tenant)
         faq = self._faq_match(authz, question)
         if faq is not None:
             return self._faq_answer(trace, faq)
@@ -296,7 +301,8 @@ class Engine:
             trace.record["rerank"] = result.to_dict()
             ranked = list(result.ordered)
         context = restricted_exit(ranked, limit=self.settings.answer.max_evidence)
-        trace.record["plausibility"] = self._plausibility(trace.question, context.kept)
+        trace.record["plausibility"] = self._plausibility(trace.question, context.kept,
+                                                          trace.record.get("boundary"))
         trace.record["gates"] = [sire.to_dict(), context.to_dict()]
         # SIRE terms are derived text: the record keeps only those the asker may see.
         granted = frozenset(trace.record["authz"]["granted_labels"])
@@ -376,6 +382,7 @@ class Engine:
             "reasons": list(v.reasons),
             "layers": {name: {"available": layer.available, "score": layer.score,
                               "detail": layer.detail} for name, layer in sorted(v.layers.items())},
+            **_claim_annotations(trace.record),
         } for v in verdicts]
         cited = sorted({src for v in verdicts for src in v.claim.citations if src in by_src})
         # Citations go to the caller: its own view of each title and locator.
@@ -397,7 +404,8 @@ class Engine:
                           [] if blocked else claim_dicts, [] if blocked else citations,
                           list(decision.reasons))
 
-    def _plausibility(self, question: str, evidence: Sequence[ScoredChunk]) -> dict[str, Any]:
+    def _plausibility(self, question: str, evidence: Sequence[ScoredChunk],
+                      serving: dict[str, Any] | None = None) -> dict[str, Any]:
         """Mahalanobis distance of the query and evidence to the corpus boundary (a
         plausibility signal for reviewers, never a gate); unavailable without vectors."""
         backend = self.retriever.backend
@@ -413,11 +421,18 @@ class Engine:
             return {"available": False, "reason": "fewer than two chunk vectors"}
         ids, blobs = self.store.head_vectors(self.tenant, backend.model_id)
         wanted = {c.chunk.chunk_id for c in evidence}
-        vectors = {cid: np.frombuffer(blob, dtype=np.float32)
-                   for cid, blob in zip(ids, blobs, strict=True) if cid in wanted}
+        vectors: dict[str, npt.NDArray[np.float32] | None] = dict.fromkeys(wanted)
+        vectors.update({cid: np.frombuffer(blob, dtype=np.float32)
+                        for cid, blob in zip(ids, blobs, strict=True) if cid in wanted})
         query = embed_query(backend, question)
-        return {"available": True, "model_id": backend.model_id, "digest": boundary.digest(),
-                **plausibility(boundary, query, vectors)}
+        digest = boundary.digest()
+        return {"available": True, "model_id": backend.model_id, "digest": digest,
+                "version": BOUNDARY_VERSION,
+                # The served vectors are the ones the serving run locked unless a change
+                # since (a requalification, say) moved them: then the digests differ.
+                "matches_serving_run": digest == (serving or {}).get("digest"),
+                **plausibility(boundary, query, vectors,
+                               confidence=self.settings.vectors.boundary_confidence)}
 
     def _faq_match(self, authz: AuthzContext, question: str) -> FaqMatch | None:
         if self.faq is None:
@@ -471,6 +486,13 @@ def _model_facts(provider: LLMProvider) -> dict[str, Any]:
         return provider.describe()
     except ProviderError:
         return {}
+
+
+def _claim_annotations(record: dict[str, Any]) -> dict[str, list[str]]:
+    """``DEGRADED_BOUNDARY`` on every claim answered from a degraded run (spec 003 §10.2):
+    provenance, not a verdict. The documents it names stay in the ledger record."""
+    boundary = record.get("boundary") or {}
+    return {"annotations": [DEGRADED_BOUNDARY]} if boundary.get("degraded") else {}
 
 
 def _via(reference: Reference | None) -> dict[str, str] | None:

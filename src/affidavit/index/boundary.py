@@ -32,12 +32,12 @@ import numpy.typing as npt
 
 from affidavit.errors import GovernanceError, InputRejected
 from affidavit.index.control_limit import DEFAULT_CONFIDENCE, ControlLimit
+from affidavit.index.serving import DEGRADED_BOUNDARY as DEGRADED_BOUNDARY
 from affidavit.records import canonical_json, sha256_hex
 from affidavit.store.base import Store
 
 Matrix = npt.NDArray[np.float64]
 BOUNDARY_VERSION = "ledoit-wolf-v1"
-DEGRADED_BOUNDARY = "DEGRADED_BOUNDARY"
 BOUNDARY_TOO_FEW_VECTORS = "BOUNDARY_TOO_FEW_VECTORS"
 BOUNDARY_SINGULAR = "BOUNDARY_SINGULAR"
 BOUNDARY_NOT_FINITE = "BOUNDARY_NOT_FINITE"

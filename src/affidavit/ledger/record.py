@@ -14,6 +14,7 @@ from typing import Any
 
 from affidavit.classify.derived import model_labels, shown_to
 from affidavit.identity.sire_labels import sire_dict_shown_to
+from affidavit.index.serving import boundary_shown_to
 from affidavit.records import AuthzContext, canonical_json
 from affidavit.references.citations import NO_CITATIONS, CitationDrafts
 from affidavit.store.base import ChunkRecord, LedgerEntry, Store
@@ -79,6 +80,8 @@ _SAFE_WHEN_WITHHELD = frozenset({
     "authz", "config_version", "corpus_generation", "output_state", "reasons",
     "gate_reasons", "layers_available", "citations", "retrieved", "gates", "sire",
     "policy_version", "tier",
+    # The serving run, its digest and DEGRADED_BOUNDARY; the excluded names are screened.
+    "boundary",
 })
 
 
@@ -104,6 +107,8 @@ def redact_for(entry: LedgerEntry, authz: AuthzContext, store: Store) -> dict[st
         record["evidence"] = [e for e in record["evidence"] if e.get("chunk_id") in visible]
     record["citations"] = _citations_for(record.get("citations", []), readable)
     record["retrieved"] = [r for r in record.get("retrieved", []) if r["chunk_id"] in visible]
+    if "boundary" in record:
+        record["boundary"] = boundary_shown_to(record["boundary"], store, authz)
     for gate in record.get("gates", []):
         gate["kept"] = [c for c in gate.get("kept", []) if c in visible]
         gate["dropped"] = [d for d in gate.get("dropped", []) if d["chunk_id"] in visible]
