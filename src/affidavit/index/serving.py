@@ -11,8 +11,10 @@ never a change of output state.
 The names of quarantined documents are derived text that was never labelled (the document
 was refused before its labels were decided). The ledger keeps them, as the spec asks; a
 reader of the record sees a name only when it may read the whole head document of that
-path now, and otherwise only how many were withheld (:func:`boundary_shown_to`). The
-answer returned to the asker carries the annotation on each claim, never the names.
+path now (:func:`boundary_shown_to`); the others are left out, count and all, as in run
+views (:mod:`affidavit.service.run_views`): the annotation alone says the scope was
+narrower. The answer returned to the asker carries the annotation on each claim, never the
+names.
 """
 
 from __future__ import annotations
@@ -74,13 +76,12 @@ def boundary_entry(store: Store, tenant: str) -> dict[str, Any]:
 def boundary_shown_to(entry: Any, store: Store, authz: AuthzContext) -> Any:
     """A logged ``boundary`` entry as one reader may see it: each excluded name only when
     that reader may read the whole head document holding that path now; the others are
-    counted, never named."""
+    left out, count and all (``DEGRADED_BOUNDARY`` stays: the scope was narrower)."""
     if not isinstance(entry, Mapping):
         return entry
     names = [str(n) for n in entry.get("excluded") or ()]
     shown = _readable_paths(store, authz, names) if names else set()
-    return {**entry, "excluded": [n for n in names if n in shown],
-            "excluded_withheld": sum(1 for n in names if n not in shown)}
+    return {**entry, "excluded": [n for n in names if n in shown]}
 
 
 def _serving(store: Store, tenant: str, run: RunRecord) -> ServingRun:
