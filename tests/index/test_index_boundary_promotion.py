@@ -69,9 +69,8 @@ def test_a_first_run_without_a_boundary_serves_nothing(tmp_path: Path) -> None:
     assert served_texts(store, settings) == set()
 
 
-def test_an_edit_whose_boundary_fails_leaves_the_previous_head_serving(tmp_path: Path) -> None:
+def test_an_edit_whose_boundary_fails_leaves_the_previous_head_serving(store: Store) -> None:
     settings = hash_settings()
-    store = SQLiteStore(tmp_path / "edit.db")
     first = [document("travel", TRAVEL, acl=STAFF), document("crane", CRANE_OLD, acl=STAFF)]
     Ingestor(store, settings).run([StaticSource(first)])
     approve_sires(store, settings.tenant, [r.sire_id for r in store.list_sire(settings.tenant)],
