@@ -32,6 +32,9 @@ from pathlib import Path
 # lets ``-X importtime`` apply and needs no script on PATH.
 ENTRY = "import sys; from affidavit.cli import main; sys.exit(main())"
 SEARCH = ["search", "hotel limit", "--as", "user:sam.reed"]
+# Bytecode is cached as for any installed package (any value of this variable, even "0",
+# would make every run compile every module again).
+ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
 
 
 def cli(*args: str, importtime: bool = False) -> list[str]:
@@ -41,7 +44,7 @@ def cli(*args: str, importtime: bool = False) -> list[str]:
 
 def run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False,
-                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "0"})
+                            env=ENV)
     if result.returncode not in (0, 3):  # 3: ingest finished with quarantined documents
         raise SystemExit(f"{' '.join(command[3:])} failed ({result.returncode}):\n"
                          f"{result.stderr[-2000:]}")
