@@ -4,11 +4,20 @@ who may read that whole document, and a file that never reached the store to nob
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
+from affidavit.authz import StoreAuthorizer
+from affidavit.config import VectorSettings
+from affidavit.index.boundary import BoundaryFailure
 from affidavit.ingest import Ingestor
+from affidavit.service.run_views import RunScreen
 from affidavit.sources import source_for
+from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore
+from tests.retrieval.governed_corpus import document, governed_settings
 from tests.service.conftest import build_deployment
 
 QUESTION = "Which hotel bookings does the travel desk approve for a review trip?"
@@ -47,3 +56,22 @@ def test_quarantined_names_reach_only_readers_of_them(tmp_path: Path) -> None:
     # Farid reads the finance document (its previous version still serves): its path only.
     assert farids_view.json()["record"]["boundary"]["excluded"] == [HIDDEN_EDIT]
     assert "layoffs" not in farids_view.text
+
+
+def test_a_run_view_names_what_a_failed_boundary_took_back_only_to_who_answers_for_it(
+        tmp_path: Path) -> None:
+    settings = governed_settings(vectors=VectorSettings(backend="hash", dimensions=32))
+    store = SQLiteStore(tmp_path / "taken-back.db")
+    secret = document("merger-memo", "The board minutes record the merger vote.",
+                      acl=("group:board#member",))
+    with pytest.raises(BoundaryFailure):
+        Ingestor(store, settings).run([StaticSource([secret])])
+    run = store.list_runs(settings.tenant, limit=1)[0]
+    summary = json.loads(run.summary_json)
+    assert summary["boundary"]["withdrawn"] == ["merger-memo.txt"]
+    alice = StoreAuthorizer(store, settings).context_for(settings.tenant, "user:alice")
+    shown, _ = RunScreen(store, alice, "user:alice").run_view(summary, [], "user:mallory")
+    assert "merger-memo" not in json.dumps(shown)
+    assert shown["boundary"]["failed"] == "BOUNDARY_TOO_FEW_VECTORS"
+    own, _ = RunScreen(store, alice, "user:alice").run_view(summary, [], "user:alice")
+    assert own["boundary"]["withdrawn"] == ["merger-memo.txt"]

@@ -33,6 +33,7 @@ from affidavit.store.base import QuarantineRecord, Store
 WITHHELD_NAME = "[withheld]"
 # Summary lists whose entries are document paths (``moved`` holds "old -> new").
 _NAME_LISTS = ("relabelled", "withdrawn", "moved")
+_BOUNDARY_NAME_LISTS = ("excluded", "restored", "withdrawn")
 # What an entry naming a hidden document keeps: codes, ids and times, never text.
 _ENTRY_FIELDS_SHOWN = frozenset({"run_id", "reason_code", "at", "released_at", "released_by"})
 
@@ -111,6 +112,11 @@ def _run_names(summary: Mapping[str, Any], quarantine: Sequence[QuarantineRecord
         for entry in summary.get(key) or ():
             if isinstance(entry, str):
                 names.update(part.strip() for part in entry.split(" -> "))
+    # A run whose boundary failed names what it took back (affidavit.index.boundary_gate).
+    boundary = summary.get("boundary")
+    if isinstance(boundary, Mapping):
+        for key in _BOUNDARY_NAME_LISTS:
+            names.update(str(n) for n in boundary.get(key) or () if isinstance(n, str))
     return names, source_of
 
 
