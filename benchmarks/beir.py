@@ -174,11 +174,22 @@ def ingest(store: SQLiteStore, settings: Settings, data: Dataset) -> None:
     print(f"ingest: {summary.count('ingested')} ingested, {summary.count('unchanged')} "
           f"unchanged, {summary.count('quarantined')} quarantined, {summary.chunks_written} "
           f"chunks in {dt:.1f} s ({len(data.corpus) / dt:.0f} docs/s)")
+    print_store_size(store, sum(len(d.content) for d in documents(data.corpus)))
     t0 = time.perf_counter()
     now = datetime.now(UTC).isoformat()
     proposed = store.list_sire(settings.tenant, state="PROPOSED")
     approve_sires(store, settings.tenant, [r.sire_id for r in proposed], by="bench", at=now)
     print(f"sire: {len(proposed)} approved and ACTIVE in {time.perf_counter() - t0:.1f} s")
+
+
+def print_store_size(store: SQLiteStore, text_bytes: int) -> None:
+    """The database file (its log checkpointed in) per byte of source text."""
+    store._read("PRAGMA wal_checkpoint(TRUNCATE)")
+    if store.path == ":memory:":
+        return
+    size = Path(store.path).stat().st_size
+    print(f"database: {size / 1e6:.1f} MB for {text_bytes / 1e6:.1f} MB of text = "
+          f"{size / max(text_bytes, 1):.2f} bytes per byte of text (before vectors)")
 
 
 def embed(store: SQLiteStore, settings: Settings) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import zlib
 from pathlib import Path
 
 from affidavit.config import IngestSettings, Settings
@@ -58,7 +59,13 @@ def test_hostile_structure_is_quarantined_and_leaves_nothing_behind(tmp_path: Pa
     assert summary["ingested"] == 1
     assert seconds < 10
     assert stored(database, "SELECT alias FROM versions") == [("vendors.json",)]
-    texts = " ".join(row[0] for row in stored(database, "SELECT text FROM chunks"))
+    # Every stored text: chunks, and the deflated blobs and versions' texts they may be
+    # spans of.
+    texts = " ".join([*(row[0] for row in stored(database, "SELECT text FROM chunks")), *(
+        (zlib.decompress(row[0]) if row[1] == "zlib" else bytes(row[0])).decode("utf-8", "replace")
+        for row in stored(database, "SELECT content, encoding FROM blobs")), *(
+        zlib.decompress(row[0]).decode() for row in stored(
+            database, "SELECT text FROM version_texts"))])
     messages = " ".join(row[0] for row in stored(database, "SELECT message FROM quarantine"))
     assert SECRET_KEY not in texts and SECRET_KEY not in messages
 

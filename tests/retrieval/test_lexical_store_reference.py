@@ -29,8 +29,11 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
 @pytest.mark.parametrize("query", QUERIES)
 def test_store_scores_equal_bm25s(engine: Engine, query: str) -> None:
     hits = engine.search("user:anyone", query, limit=1000)
-    texts = [row[0] for row in engine.store._read(  # type: ignore[attr-defined]
-        "SELECT text FROM chunks WHERE is_head = 1 ORDER BY chunk_id")]
+    ids = [str(row[0]) for row in engine.store._read(  # type: ignore[attr-defined]
+        "SELECT chunk_id FROM chunks WHERE is_head = 1 ORDER BY chunk_id")]
+    texts = [r.chunk.text for r in engine.store.get_chunks(engine.authz_context("user:anyone"),
+                                                           ids)]
+    assert len(texts) == len(ids)
     tokenizer = Tokenizer()
     docs = [tokenizer.tokenize(t) for t in texts]
     terms = sorted(set(tokenizer.tokenize(query)))  # the engine scores each query term once

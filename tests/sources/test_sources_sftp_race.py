@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import zlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -122,8 +123,12 @@ def _assert_secret_never_ingested(database: Path,
                                   refused: tuple[str, str] = ("swapped.md", "SOURCE_CHANGED"),
                                   ) -> None:
     with sqlite3.connect(database) as conn:
-        blobs = b"".join(bytes(row[0]) for row in conn.execute("SELECT content FROM blobs"))
-        texts = " ".join(row[0] for row in conn.execute("SELECT text FROM chunks"))
+        # Blobs and versions' own texts are stored deflated; a chunk may be a span of them.
+        blobs = b"".join(zlib.decompress(row[0]) if row[1] == "zlib" else bytes(row[0])
+                         for row in conn.execute("SELECT content, encoding FROM blobs"))
+        texts = " ".join([*(row[0] for row in conn.execute("SELECT text FROM chunks")),
+                          *(zlib.decompress(row[0]).decode() for row in conn.execute(
+                              "SELECT text FROM version_texts"))])
         quarantined = dict(conn.execute("SELECT alias, reason_code FROM quarantine"))
         messages = " ".join(row[0] for row in conn.execute("SELECT message FROM quarantine"))
     assert SECRET.encode() not in blobs

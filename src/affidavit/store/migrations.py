@@ -439,4 +439,42 @@ CREATE VIEW postings (tenant_id, term, chunk_id, tf) AS
     JOIN lexical_terms t ON t.term_key = p.term_key
     JOIN chunks c ON c.chunk_key = p.chunk_key;
 """),
+    Migration(17, "text_stored_once", """
+-- A document's text was stored twice, its raw bytes in blobs and each chunk's text in chunks
+-- (affidavit.store.sqlite_texts). A blob may now be stored deflated (zlib) when that is
+-- smaller, and says so; existing blobs are deflated here (affidavit_deflate is a function of
+-- the store's connection).
+ALTER TABLE blobs ADD COLUMN encoding TEXT NOT NULL DEFAULT 'raw';
+UPDATE blobs SET content = affidavit_deflate(content), encoding = 'zlib'
+    WHERE length(affidavit_deflate(content)) < length(content);
+-- A version's normalised text when it is not its blob's UTF-8 text, deflated, once.
+CREATE TABLE version_texts (
+    tenant_id  TEXT NOT NULL,
+    version_id TEXT NOT NULL,
+    text       BLOB NOT NULL,
+    PRIMARY KEY (tenant_id, version_id)
+);
+-- A chunk that is the span [start_offset, end_offset) of its version's text stores ''; for
+-- the rows written before, that text is the blob's (no version_texts row exists for them).
+UPDATE chunks SET text = '' WHERE text <> '' AND text = (
+    SELECT affidavit_blob_span(b.content, b.encoding, chunks.start_offset, chunks.end_offset)
+    FROM versions v JOIN blobs b ON b.tenant_id = v.tenant_id AND b.raw_digest = v.raw_digest
+    WHERE v.tenant_id = chunks.tenant_id AND v.version_id = chunks.version_id);
+-- Paragraph labels keyed without a rowid: the key's index was a second copy of every row.
+CREATE TABLE paragraph_labels_keyed (
+    tenant_id    TEXT NOT NULL,
+    version_id   TEXT NOT NULL,
+    idx          INTEGER NOT NULL,
+    start_offset INTEGER NOT NULL,
+    end_offset   INTEGER NOT NULL,
+    label        TEXT NOT NULL,
+    reasons_json TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, version_id, idx)
+) WITHOUT ROWID;
+INSERT INTO paragraph_labels_keyed (tenant_id, version_id, idx, start_offset, end_offset,
+    label, reasons_json) SELECT tenant_id, version_id, idx, start_offset, end_offset, label,
+    reasons_json FROM paragraph_labels;
+DROP TABLE paragraph_labels;
+ALTER TABLE paragraph_labels_keyed RENAME TO paragraph_labels;
+"""),
 )

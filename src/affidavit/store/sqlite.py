@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 
 from affidavit.classify.derived import derived_from_json, derived_to_json
@@ -47,6 +48,15 @@ from affidavit.store.sqlite_lexical import (
 from affidavit.store.sqlite_locks import SQLiteIngestLocks
 from affidavit.store.sqlite_policy import PolicyEventTables
 from affidavit.store.sqlite_references import ReferenceTables
+from affidavit.store.sqlite_texts import (
+    VersionTexts,
+    blob_span,
+    deflate,
+    pack_blob,
+    stored_chunk_text,
+    unpack_blob,
+    version_text_row,
+)
 from affidavit.store.sqlite_vectors import VectorTables, visibility_sql
 from affidavit.store.views import chunk_record_for, first_row_per_chunk
 
@@ -68,8 +78,14 @@ def _row_chunk(row: Sequence[object]) -> Chunk:
     return Chunk(
         chunk_id=str(row[0]), node_id=str(row[1]), version_id=str(row[2]), ordinal=int(str(row[3])),
         start=int(str(row[4])), end=int(str(row[5])), text=str(row[6]), label=str(row[7]),
-        heading_path=tuple(json.loads(str(row[8]))), locator=str(row[9]), witness=str(row[10]),
+        heading_path=_heading_path(str(row[8])), locator=str(row[9]), witness=str(row[10]),
     )
+
+
+@lru_cache(maxsize=65_536)
+def _heading_path(stored: str) -> tuple[str, ...]:
+    # Decoded once per distinct stored path: the same headings are read back again and again.
+    return tuple(json.loads(stored))
 
 
 class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTables, IdentityTables,
@@ -92,8 +108,14 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             # before the call returns. Ingest batches have their own, NORMAL, connection.
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA busy_timeout=10000")
+            # For migration 17, which deflates stored blobs and blanks chunk texts that are
+            # spans of their blob's text.
+            self._conn.create_function("affidavit_deflate", 1, deflate, deterministic=True)
+            self._conn.create_function("affidavit_blob_span", 4, blob_span,
+                                       deterministic=True)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
+        self._texts = VersionTexts()
         self._lock = threading.RLock()
         self._batches = threading.local()
         self._migrate()
@@ -223,10 +245,12 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
 
     def _write_blob_and_node(self, conn: sqlite3.Connection, b: VersionBundle) -> None:
         blob = b.blob
+        content, encoding = pack_blob(blob.content)
         conn.execute(
-            "INSERT OR IGNORE INTO blobs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (b.tenant, blob.raw_digest, blob.content, len(blob.content), blob.source_system,
-             blob.source_id, blob.source_rev, blob.fetched_at))
+            "INSERT OR IGNORE INTO blobs (tenant_id, raw_digest, content, size, source_system, "
+            "source_id, source_rev, fetched_at, encoding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (b.tenant, blob.raw_digest, content, len(blob.content), blob.source_system,
+             blob.source_id, blob.source_rev, blob.fetched_at, encoding))
         conn.execute("INSERT OR IGNORE INTO nodes VALUES (?, ?, ?, ?, ?)",
                      (b.tenant, b.node_id, blob.source_system, blob.source_id, b.created_at))
         epoch = conn.execute("SELECT COUNT(*) FROM aliases WHERE tenant_id = ? AND node_id = ?",
@@ -237,7 +261,12 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
 
     def _write_version_rows(self, conn: sqlite3.Connection, b: VersionBundle) -> None:
         t = b.tenant
-        # The normalized text is not stored (migration 10): it is derived from the blob.
+        # The normalized text is stored once (migration 17): as the blob's own text when it is
+        # that, else deflated in version_texts; a chunk that is a span of it stores ''.
+        own_text = version_text_row(b.normalized_text, b.blob.content)
+        if own_text is not None:
+            conn.execute("INSERT OR IGNORE INTO version_texts VALUES (?, ?, ?)",
+                         (t, b.version_id, own_text))
         conn.execute(
             "INSERT INTO versions (tenant_id, version_id, node_id, raw_digest, fingerprint, "
             "title, alias, metadata_json, declared_label, witness, run_id, created_at) "
@@ -248,17 +277,16 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             "INSERT INTO paragraph_labels VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(t, b.version_id, pl.index, start, end, pl.label, json.dumps(list(pl.reasons)))
              for pl, start, end in b.paragraph_labels])
+        # With the labels of each chunk's title, path and headings (migration 12), in the
+        # row as it is inserted: a row that grows after its insert splits its page.
         conn.executemany(
-            f"INSERT INTO chunks ({CHUNK_INSERT_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
-            [(t, c.chunk_id, c.version_id, c.node_id, c.ordinal, c.start, c.end, c.text, c.label,
+            f"INSERT INTO chunks ({CHUNK_INSERT_COLUMNS}, derived_json) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+            [(t, c.chunk_id, c.version_id, c.node_id, c.ordinal, c.start, c.end,
+              stored_chunk_text(b.normalized_text, c.start, c.end, c.text), c.label,
               json.dumps(list(c.heading_path), ensure_ascii=False), c.locator, c.witness,
-              b.chunk_lengths[c.chunk_id], b.label_epoch) for c in b.chunks])
-        # The labels of each chunk's title, path and headings (migration 12), by name.
-        conn.executemany(
-            "UPDATE chunks SET derived_json = ? WHERE tenant_id = ? AND chunk_id = ? "
-            "AND version_id = ?",
-            [(derived_to_json(c.derived), t, c.chunk_id, b.version_id) for c in b.chunks])
+              b.chunk_lengths[c.chunk_id], b.label_epoch, derived_to_json(c.derived))
+             for c in b.chunks])
         write_postings(conn, t, b.version_id, [c.chunk_id for c in b.chunks], b.postings)
         conn.executemany("INSERT INTO acl_tokens VALUES (?, ?, ?)",
                          [(t, b.version_id, token) for token in sorted(set(b.acl_tokens))])
@@ -279,15 +307,7 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
         previous = str(row[0]) if row and row[0] is not None else None
         if previous:
             if version_id is not None:
-                # An unchanged chunk (same text, same label) keeps its vector: the backend
-                # embeds only what changed.
-                conn.execute(
-                    "INSERT OR IGNORE INTO vectors (tenant_id, model_id, chunk_id, dim, "
-                    "vector) SELECT v.tenant_id, v.model_id, n.chunk_id, v.dim, v.vector "
-                    "FROM chunks o JOIN vectors v ON v.tenant_id = o.tenant_id AND "
-                    "v.chunk_id = o.chunk_id JOIN chunks n ON n.tenant_id = o.tenant_id AND "
-                    "n.version_id = ? AND n.text = o.text AND n.label = o.label "
-                    "WHERE o.tenant_id = ? AND o.version_id = ?", (version_id, tenant, previous))
+                self._carry_vectors(conn, tenant, previous, version_id)
             self._retire_version(conn, tenant, previous)
         conn.execute(
             "INSERT INTO head_map VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, node_id) "
@@ -299,6 +319,28 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
         conn.execute("INSERT INTO head_history VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                      (tenant, seq, node_id, version_id, previous, event, run_id, at))
         return previous
+
+    def _carry_vectors(self, conn: sqlite3.Connection, tenant: str, old: str,
+                       new: str) -> None:
+        """An unchanged chunk (same text, same label) keeps its vector: the backend embeds
+        only what changed. Texts are compared in full, spans read from their versions."""
+        def read(sql: str, params: Sequence[object]) -> list[tuple[object, ...]]:
+            return list(conn.execute(sql, params).fetchall())
+
+        rows = self._texts.fill(read, tenant, read(
+            "SELECT chunk_id, version_id, start_offset, end_offset, text, label FROM chunks "
+            "WHERE tenant_id = ? AND version_id IN (?, ?) ORDER BY version_id, chunk_id",
+            (tenant, old, new)), text=4, version=1, start=2, end=3)
+        before: dict[tuple[object, object], object] = {}
+        for r in rows:
+            if r[1] == old:
+                before.setdefault((r[4], r[5]), r[0])
+        conn.executemany(
+            "INSERT OR IGNORE INTO vectors (tenant_id, model_id, chunk_id, dim, vector) "
+            "SELECT tenant_id, model_id, ?, dim, vector FROM vectors WHERE tenant_id = ? "
+            "AND chunk_id = ?",
+            [(r[0], tenant, before[(r[4], r[5])]) for r in rows
+             if r[1] == new and (r[4], r[5]) in before])
 
     def _retire_version(self, conn: sqlite3.Connection, tenant: str, version_id: str) -> None:
         """Take a version out of the served set: its derived lexical rows are disposable."""
@@ -371,13 +413,13 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
 
     def blob(self, tenant: str, raw_digest: str) -> RawBlob | None:
         rows = self._read(
-            "SELECT raw_digest, content, source_system, source_id, source_rev, fetched_at "
-            "FROM blobs WHERE tenant_id = ? AND raw_digest = ?", (tenant, raw_digest))
+            "SELECT raw_digest, content, source_system, source_id, source_rev, fetched_at, "
+            "encoding FROM blobs WHERE tenant_id = ? AND raw_digest = ?", (tenant, raw_digest))
         if not rows:
             return None
         r = rows[0]
-        return RawBlob(str(r[0]), bytes(r[1]), str(r[2]), str(r[3]),  # type: ignore[call-overload]
-                       str(r[4]), str(r[5]))
+        return RawBlob(str(r[0]), unpack_blob(r[1], r[6]), str(r[2]), str(r[3]), str(r[4]),
+                       str(r[5]))
 
     def version_chunks(self, tenant: str, version_id: str) -> list[Chunk]:
         rows = self._read(
@@ -385,6 +427,7 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             "JOIN versions v ON v.tenant_id = c.tenant_id AND v.version_id = c.version_id "
             "WHERE c.tenant_id = ? AND c.version_id = ? ORDER BY c.ordinal, c.chunk_id",
             (tenant, version_id))
+        rows = self._spans(tenant, rows)
         return [replace(_row_chunk(r), derived=derived_from_json(r[13], title=str(r[11]),
                                                                  alias=str(r[12])))
                 for r in rows]
@@ -439,7 +482,7 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             f"AND n.node_id = c.node_id WHERE c.tenant_id = ? AND c.chunk_id IN "
             f"({_placeholders(len(ids))}) AND {visible}",
             (authz.tenant, *ids, *visible_params))
-        by_id = {str(r[0]): r for r in rows}
+        by_id = {str(r[0]): r for r in self._spans(authz.tenant, rows)}
         return [chunk_record_for(authz, _row_chunk(by_id[i]), title=str(by_id[i][11]),
                                  alias=str(by_id[i][12]), source_id=str(by_id[i][13]),
                                  source_system=str(by_id[i][14]), is_head=bool(by_id[i][15]),
@@ -460,7 +503,17 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             (tenant, label, *ids))
         return [replace(_row_chunk(r), derived=derived_from_json(r[13], title=str(r[11]),
                                                                  alias=str(r[12])))
-                for r in first_row_per_chunk(rows)]
+                for r in self._spans(tenant, first_row_per_chunk(rows))]
+
+    def _spans(self, tenant: str, rows: Sequence[tuple[object, ...]]
+               ) -> list[tuple[object, ...]]:
+        """Chunk rows (``_CHUNK_COLUMNS`` first) with the text of span rows filled in."""
+        return self._texts.fill(self._read, tenant, rows, text=6, version=2, start=4, end=5)
+
+    def _chunk_texts(self, tenant: str, rows: Sequence[tuple[object, ...]]
+                     ) -> list[tuple[object, ...]]:
+        """(chunk id, text, version id, start, end) rows with span texts filled in."""
+        return self._texts.fill(self._read, tenant, rows, text=1, version=2, start=3, end=4)
 
 def _split_sql(script: str) -> list[str]:
     """Split a migration into statements; triggers keep their inner semicolons."""

@@ -97,16 +97,21 @@ class VectorTables:
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         raise NotImplementedError
 
+    def _chunk_texts(self, tenant: str, rows: Sequence[tuple[object, ...]]
+                     ) -> list[tuple[object, ...]]:
+        raise NotImplementedError
+
     def chunks_missing_vectors(self, tenant: str, model_id: str, limit: int, *,
                                labels: Sequence[str] | None = None,
                                label_epoch: str | None = None) -> list[tuple[str, str]]:
         egress, egress_params = egress_sql(labels, label_epoch)
         rows = self._read(
-            "SELECT c.chunk_id, c.text FROM chunks c WHERE c.tenant_id = ? AND c.is_head = 1 "
+            "SELECT c.chunk_id, c.text, c.version_id, c.start_offset, c.end_offset FROM chunks c "
+            "WHERE c.tenant_id = ? AND c.is_head = 1 "
             f"{egress}AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.tenant_id = c.tenant_id "
             "AND v.model_id = ? AND v.chunk_id = c.chunk_id) ORDER BY c.chunk_id LIMIT ?",
             (tenant, *egress_params, model_id, limit))
-        return [(str(r[0]), str(r[1])) for r in rows]
+        return [(str(r[0]), str(r[1])) for r in self._chunk_texts(tenant, rows)]
 
     def put_vectors(self, tenant: str, model_id: str,
                     vectors: Mapping[str, Sequence[float]]) -> int:
