@@ -32,6 +32,7 @@ DEGRADED_BOUNDARY = "DEGRADED_BOUNDARY"
 SERVING_STATUSES = ("COMPLETED", "DEGRADED")
 # How far back the serving run is looked for: further failed runs in a row mean none.
 _RUNS_SCANNED = 50
+_RUNS_FIRST = 3
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,14 @@ class ServingRun:
 
 def serving_run(store: Store, tenant: str) -> ServingRun | None:
     """The tenant's latest run that locked a boundary, or ``None``."""
-    for run in store.list_runs(tenant, limit=_RUNS_SCANNED):
-        if run.status in SERVING_STATUSES:
-            return _serving(store, tenant, run)
+    # Every answer asks: the latest few runs first, further back only after failures.
+    for limit in (_RUNS_FIRST, _RUNS_SCANNED):
+        runs = store.list_runs(tenant, limit=limit)
+        for run in runs:
+            if run.status in SERVING_STATUSES:
+                return _serving(store, tenant, run)
+        if len(runs) < limit:
+            break
     return None
 
 
