@@ -16,6 +16,7 @@ from tests.retrieval.governed_corpus import document, governed_settings
 
 from affidavit.config import Settings, VectorSettings
 from affidavit.identity.lifecycle import approve_sires
+from affidavit.index import HashEmbeddingBackend
 from affidavit.index.boundary import (
     BOUNDARY_EMBEDDER_FAILED,
     BOUNDARY_TOO_FEW_VECTORS,
@@ -64,7 +65,7 @@ def test_a_first_run_without_a_boundary_serves_nothing(tmp_path: Path) -> None:
     assert status == "FAILED"
     assert summary["boundary"] == {
         "failed": BOUNDARY_TOO_FEW_VECTORS, "detail": failed.value.detail, "promoted": False,
-        "restored": [], "withdrawn": ["travel.txt"]}
+        "restored": [], "withdrawn": ["travel.txt"], "embedded": 0}
     assert store.heads(settings.tenant) == []
     assert served_texts(store, settings) == set()
 
@@ -76,6 +77,8 @@ def test_an_edit_whose_boundary_fails_leaves_the_previous_head_serving(store: St
     approve_sires(store, settings.tenant, [r.sire_id for r in store.list_sire(settings.tenant)],
                   by="user:curator", at=datetime.now(UTC).isoformat())
     before = {h.alias: h for h in store.heads(settings.tenant)}
+    model = HashEmbeddingBackend(32).model_id
+    vectors_before = store.head_vectors(settings.tenant, model)
     # The edit leaves one chunk vector in the corpus: no boundary can be locked.
     edited = [document("travel", TRAVEL, acl=STAFF), document("crane", CRANE_NEW, acl=STAFF)]
     with pytest.raises(BoundaryFailure) as failed:
@@ -83,7 +86,9 @@ def test_an_edit_whose_boundary_fails_leaves_the_previous_head_serving(store: St
     assert failed.value.reason_code == BOUNDARY_TOO_FEW_VECTORS
     status, summary = run_record(store, settings.tenant)
     assert status == "FAILED" and summary["boundary"]["restored"] == ["crane.txt"]
-    assert summary["boundary"]["promoted"] is False
+    assert summary["boundary"]["promoted"] is False and summary["boundary"]["embedded"] == 1
+    # The served vectors are again the ones the previous run locked its boundary over.
+    assert store.head_vectors(settings.tenant, model) == vectors_before
     after = {h.alias: h for h in store.heads(settings.tenant)}
     assert after["travel.txt"] == before["travel.txt"]
     assert after["crane.txt"].raw_digest == before["crane.txt"].raw_digest
@@ -92,6 +97,12 @@ def test_an_edit_whose_boundary_fails_leaves_the_previous_head_serving(store: St
     # The previous head's approval comes back with it: it still answers.
     states = {r.alias: r.state for r in store.list_sire(settings.tenant)}
     assert states == {"travel.txt": "ACTIVE", "crane.txt": "ACTIVE"}
+    result = Engine(store, settings).ask("user:alice", "What does the crane hire cost?")
+    entry = store.get_ledger(settings.tenant, result.ledger_record_id)
+    assert entry is not None
+    record = json.loads(entry.payload)
+    assert record["boundary"]["status"] == "COMPLETED"
+    assert record["plausibility"]["matches_serving_run"] is True
 
 
 class EmbedderThatGoesDown(RecordingModelServer):
@@ -140,6 +151,7 @@ def test_an_embedder_that_fails_promotes_nothing(tmp_path: Path) -> None:
     assert status == "FAILED"
     assert summary["boundary"]["restored"] == ["travel.txt"]
     assert summary["boundary"]["withdrawn"] == ["budget.txt"]
+    assert summary["boundary"]["embedded"] == 0  # the embedder is what failed
     after = {h.alias: h for h in store.heads(settings.tenant)}
     assert set(after) == {"travel.txt", "crane.txt"}
     assert after["travel.txt"].raw_digest == before["travel.txt"].raw_digest

@@ -9,8 +9,10 @@ version's stored bytes with the metadata it was ingested with (nothing is fetche
 the run brought in is withdrawn until a run that can lock a boundary brings it back. The
 previous version's SIRE approval comes back with it when its proposal is the same.
 
-Withdrawals the run's listing made stay: they promote nothing. Vectors the run deleted are
-computed again by the next run that reaches the boundary. A run that promoted nothing has
+Withdrawals the run's listing made stay: they promote nothing. The vectors of what was put
+back are computed again at once, unless the embedder is what failed (then by the next run
+that reaches its boundary), so that the corpus is again the one the previous run locked.
+A run that promoted nothing has
 nothing to take back: a corpus with fewer than two chunk vectors (its labels are not sent to
 the embedder, say) then keeps serving with no boundary, and the run's record says so.
 """
@@ -21,7 +23,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from affidavit.index.boundary import BoundaryFailure
+from affidavit.errors import AffidavitError
+from affidavit.index.boundary import BOUNDARY_EMBEDDER_FAILED, BoundaryFailure
+from affidavit.index.embed import embed_missing
+from affidavit.index.vectors import make_backend
 from affidavit.store.base import HeadInfo
 
 if TYPE_CHECKING:  # ingest imports this module at run time
@@ -62,9 +67,26 @@ class PromotionGuard:
             # New in this run, or its previous version cannot be derived again: unserved.
             if store.withdraw(tenant, head.node_id, run_id=run_id, at=_now()):
                 withdrawn.append(head.alias)
+        embedded = (self._embed_restored() if restored
+                    and failure.reason_code != BOUNDARY_EMBEDDER_FAILED else 0)
         return {"failed": failure.reason_code, "detail": failure.detail,
                 "promoted": False, "restored": sorted(restored),
-                "withdrawn": sorted(withdrawn)}
+                "withdrawn": sorted(withdrawn), "embedded": embedded}
+
+    def _embed_restored(self) -> int | None:
+        """Vectors for what was put back, as the run would have embedded them (the declared
+        embedding egress only); ``None`` when that fails too."""
+        ingestor = self.ingestor
+        backend = make_backend(ingestor.settings.vectors)
+        if backend is None:
+            return 0
+        try:
+            return embed_missing(ingestor.store, ingestor.tenant, backend,
+                                 batch_size=ingestor.settings.vectors.batch_size,
+                                 labels=ingestor.settings.egress.embedding_labels,
+                                 label_epoch=ingestor.label_epoch).embedded
+        except AffidavitError:
+            return None
 
     def _restore(self, prior: HeadInfo, run_id: str) -> bool:
         from affidavit.ingest import INGESTED
