@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from affidavit.config import LexicalSettings
 from affidavit.errors import AuthorizationError
-from affidavit.index import MemoryIndex, Tokenizer, idf
+from affidavit.index import Tokenizer, idf
 from affidavit.records import AuthzContext, ScoredChunk
 from affidavit.store.base import LexicalHit, Store
+
+if TYPE_CHECKING:  # the in-memory index (numpy) is given by a long-running process only
+    from affidavit.index.memory import MemoryIndex
 
 
 @dataclass(frozen=True)
