@@ -8,7 +8,6 @@ unless ``--force`` is given: an operator's own settings file must not be lost to
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,6 +52,8 @@ def write_example(target: Path, *, force: bool = False) -> list[str]:
     Refuses, before writing anything, when any of the files already exists and ``force`` is
     false, naming the first one.
     """
+    import shutil
+
     files = example_files()
     if not force:
         existing = [name for name, _ in files if (target / name).exists()]
