@@ -187,3 +187,23 @@ def test_a_run_that_promotes_nothing_is_not_failed_for_want_of_vectors(tmp_path:
     summary = Ingestor(store, settings).run([StaticSource([])])
     assert summary.status == "COMPLETED" and summary.boundary["digest"] is None
 
+
+
+def test_a_requalification_in_a_failed_run_is_kept_not_withdrawn(tmp_path: Path) -> None:
+    plain = governed_settings(vectors=VectorSettings(backend="hash", dimensions=32))
+    store = SQLiteStore(tmp_path / "requalified.db")
+    docs = [document("travel", TRAVEL, acl=STAFF), document("crane", CRANE_OLD, acl=STAFF)]
+    Ingestor(store, plain).run([StaticSource(docs)])
+    # A new keyword rule makes the crane document RESTRICTED: requalified at the next run
+    # from its stored bytes, it leaves one vector, and that run cannot lock a boundary.
+    stricter = plain.replace(sensitivity=replace(plain.sensitivity,
+                                                 restricted_keywords=("harbour crane",)))
+    with pytest.raises(BoundaryFailure) as failed:
+        Ingestor(store, stricter).run([StaticSource(docs)])
+    assert failed.value.reason_code == BOUNDARY_TOO_FEW_VECTORS
+    _, summary = run_record(store, plain.tenant)
+    assert summary["boundary"]["restored"] == summary["boundary"]["withdrawn"] == []
+    labels = {h.alias: {c.label for c in store.version_chunks(plain.tenant, h.version_id)}
+              for h in store.heads(plain.tenant)}
+    # Still served, and never again with the label of the old policy.
+    assert labels == {"travel.txt": {"INTERNAL"}, "crane.txt": {"RESTRICTED"}}

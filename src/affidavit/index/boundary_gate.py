@@ -9,12 +9,16 @@ version's stored bytes with the metadata it was ingested with (nothing is fetche
 the run brought in is withdrawn until a run that can lock a boundary brings it back. The
 previous version's SIRE approval comes back with it when its proposal is the same.
 
-Withdrawals the run's listing made stay: they promote nothing. The vectors of what was put
-back are computed again at once, unless the embedder is what failed (then by the next run
-that reaches its boundary), so that the corpus is again the one the previous run locked.
-A run that promoted nothing has
-nothing to take back: a corpus with fewer than two chunk vectors (its labels are not sent to
-the embedder, say) then keeps serving with no boundary, and the run's record says so.
+Withdrawals the run's listing made stay: they promote nothing. So do versions the run
+derived again from the same bytes because settings changed (a requalification): the
+version before was derived under settings no longer in force and is never served again.
+The vectors of what was put back are computed again at once, unless the embedder is what
+failed (then by the next run that reaches its boundary), so that the corpus is again the
+one the previous run locked.
+
+A run that promoted nothing has nothing to take back: a corpus with fewer than two chunk
+vectors (its labels are not sent to the embedder, say) then keeps serving with no boundary,
+and the run's record says so.
 """
 
 from __future__ import annotations
@@ -59,7 +63,9 @@ class PromotionGuard:
         withdrawn: list[str] = []
         for head in store.heads(tenant):
             prior = self.before.get(head.node_id)
-            if prior is not None and prior.version_id == head.version_id:
+            if prior is not None and prior.raw_digest == head.raw_digest:
+                # Unmoved, or its own bytes derived again under changed settings (a
+                # requalification): the version before is stale and can never serve again.
                 continue
             if prior is not None and self._restore(prior, run_id):
                 restored.append(prior.alias)
@@ -89,7 +95,7 @@ class PromotionGuard:
             return None
 
     def _restore(self, prior: HeadInfo, run_id: str) -> bool:
-        from affidavit.ingest import INGESTED
+        from affidavit.ingest import INGESTED, UNCHANGED
         from affidavit.relabel import stored_document
 
         document = stored_document(self.ingestor, prior)
@@ -100,7 +106,8 @@ class PromotionGuard:
             outcome = self.ingestor.ingest_one(document, run_id)
         finally:
             self.ingestor.restoring.pop(prior.node_id, None)
-        return outcome.status == INGESTED
+        # Unchanged: the head already is what those bytes derive to.
+        return outcome.status in (INGESTED, UNCHANGED)
 
 
 def _now() -> str:
