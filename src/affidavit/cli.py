@@ -73,6 +73,21 @@ def _version() -> str:
         return "unknown"
 
 
+class _PrintVersion(argparse.Action):
+    """``--version``: the installed version is looked up only when asked for (importing
+    ``importlib.metadata`` costs as much as building the whole parser)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: Any = argparse.SUPPRESS,
+                 help: str = "show program's version number and exit") -> None:
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        sys.stdout.write(f"affidavit {_version()}\n")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     # The global options are accepted before and after the subcommand. A subcommand's
     # parser writes its defaults over what the main parser read, so there they default to
@@ -88,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="affidavit", parents=[_global_options(None)],
         description="Governed retrieval-augmented generation: permission-first retrieval, "
                     "verified claims, a hash-chained ledger.")
-    parser.add_argument("--version", action="version", version=f"affidavit {_version()}")
+    parser.add_argument("--version", action=_PrintVersion)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("init", parents=[common], help="create the database",
