@@ -60,6 +60,8 @@ def test_help_version_and_completion_load_no_heavy_library(tmp_path: Path,
     modules = _modules_after(body, tmp_path)
     assert _loaded(modules, HEAVY) == []
     assert _loaded(modules, STAGES) == []
+    # The installed version is read (importlib.metadata) only when --version asks for it.
+    assert ("importlib.metadata" in modules) == (argv == ["--version"])
 
 
 def test_importing_the_package_loads_no_settings_or_stage(tmp_path: Path) -> None:
@@ -72,3 +74,4 @@ def test_importing_the_package_loads_no_settings_or_stage(tmp_path: Path) -> Non
                              "assert affidavit.load_settings is affidavit.config.load",
                              tmp_path)
     assert "affidavit.config" in modules
+
