@@ -9,12 +9,17 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from affidavit.errors import StoreError
 from affidavit.records import AuthzContext
 from affidavit.store.base import VectorHit
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported by the functions that handle vectors: opening the store for a lexical
+# search (every CLI command) does not load it.
 
 
 def visibility_sql(authz: AuthzContext, *, per_row: bool = False) -> tuple[str, list[object]]:
@@ -66,6 +71,8 @@ def egress_sql(labels: Sequence[str] | None,
 
 
 def to_blob(vector: Sequence[float]) -> bytes:
+    import numpy as np
+
     array = np.asarray(vector, dtype=np.float32)
     if array.ndim != 1 or not np.all(np.isfinite(array)):
         raise StoreError("a vector must be one-dimensional and finite")
@@ -77,6 +84,8 @@ def top_k(ids: Sequence[str], matrix: np.ndarray, query: Sequence[float],
     """Exact cosine similarity; ties broken by chunk id."""
     if not ids or limit <= 0:
         return []
+    import numpy as np
+
     q = np.asarray(query, dtype=np.float32)
     if q.shape[0] != matrix.shape[1]:
         raise StoreError(f"query has {q.shape[0]} dimensions, vectors have {matrix.shape[1]}")
@@ -131,6 +140,8 @@ class VectorTables:
             (authz.tenant, model_id, *params))
         if not rows:
             return []
+        import numpy as np
+
         ids = [str(r[0]) for r in rows]
         matrix = np.vstack([np.frombuffer(r[1], dtype=np.float32)  # type: ignore[call-overload]
                             for r in rows])
