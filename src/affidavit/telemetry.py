@@ -21,7 +21,8 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
+from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
 
 from opentelemetry import metrics, trace
@@ -89,22 +90,35 @@ def meter() -> metrics.Meter:
     return metrics.get_meter(_SCOPE)
 
 
-@contextmanager
-def stage(name: str, attributes: Mapping[str, AttributeValue] | None = None,
-          ) -> Iterator[trace.Span]:
+class stage(AbstractContextManager[trace.Span]):  # lower case: called as a function
     """One span of a pipeline stage, and its duration in the ``affidavit.stage.duration``
-    histogram; an exception marks the span failed and propagates."""
-    started = time.perf_counter()
-    try:
+    histogram; an exception marks the span failed and propagates.
+
+    A class, not a generator: it is entered several times per search."""
+
+    __slots__ = ("_attributes", "_name", "_span", "_started")
+
+    def __init__(self, name: str, attributes: Mapping[str, AttributeValue] | None = None):
+        self._name, self._attributes = name, attributes
+        self._span: AbstractContextManager[trace.Span] | None = None
+        self._started = 0.0
+
+    def __enter__(self) -> trace.Span:
+        self._started = time.perf_counter()
         if not tracing():
             # The current span (the caller's, or the invalid one): attributes set on it go
             # nowhere, as they would on a no-op span, and the trace context is unchanged.
-            yield trace.get_current_span()
-            return
-        with tracer().start_as_current_span(name, attributes=dict(attributes or {})) as span:
-            yield span
-    finally:
-        record_stage(name, time.perf_counter() - started)
+            return trace.get_current_span()
+        self._span = tracer().start_as_current_span(
+            self._name, attributes=dict(self._attributes or {}))
+        return self._span.__enter__()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> bool | None:
+        try:
+            return None if self._span is None else self._span.__exit__(kind, error, traceback)
+        finally:
+            record_stage(self._name, time.perf_counter() - self._started)
 
 
 def traced(name: str, result_attributes: Callable[[Any], Mapping[str, AttributeValue]]

@@ -4,6 +4,7 @@ only the text its authorization admits."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import zlib
 from pathlib import Path
@@ -140,5 +141,28 @@ def test_a_database_written_before_migration_17_is_compacted_and_reads_the_same(
         assert blob is not None and blob.content == public.content
         chunk_bytes, blob_bytes = stored_text_bytes(path)
         assert chunk_bytes == 0 and blob_bytes < len(public.content)
+    finally:
+        store.close()
+
+
+def test_a_chunk_row_holds_no_copy_of_its_versions_witness_locator_or_sire_text(
+        tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    store = ingest(path, document("public", PUBLIC_BODY, ("*",)))
+    try:
+        (head,) = store.heads(TENANT)
+        chunks = store.version_chunks(TENANT, head.version_id)
+        with sqlite3.connect(path) as conn:
+            (witness,) = conn.execute("SELECT witness FROM versions").fetchone()
+            rows = conn.execute("SELECT witness, locator FROM chunks").fetchall()
+            (stored_tuple,) = conn.execute("SELECT tuple_json FROM sire").fetchone()
+        assert rows == [("", "")] * len(chunks)
+        assert {c.witness for c in chunks} == {witness}
+        assert [c.locator for c in chunks] == [
+            f"public.md | {' > '.join(c.heading_path)} | chars {c.start}-{c.end}"
+            for c in chunks]
+        assert isinstance(stored_tuple, bytes)  # deflated
+        (record,) = store.list_sire(TENANT)
+        assert record.sire.to_dict() == json.loads(zlib.decompress(stored_tuple))
     finally:
         store.close()

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
-from affidavit.classify.derived import derived_from_json, derived_to_json
+from affidavit.classify.derived import derived_from_json, derived_to_json, format_locator
 from affidavit.errors import StoreError
 from affidavit.records import AuthzContext, Chunk, ParagraphLabel, RawBlob
 from affidavit.store.base import (
@@ -53,6 +53,7 @@ from affidavit.store.sqlite_texts import (
     blob_span,
     deflate,
     pack_blob,
+    sire_json_stored,
     stored_chunk_text,
     unpack_blob,
     version_text_row,
@@ -60,9 +61,12 @@ from affidavit.store.sqlite_texts import (
 from affidavit.store.sqlite_vectors import VectorTables, visibility_sql
 from affidavit.store.views import chunk_record_for, first_row_per_chunk
 
+# Every reader joins the chunk's version as ``v``: a chunk's witness is its version's, stored
+# once there (a chunk row holds '' for it, migration 17).
 _CHUNK_COLUMNS = (
     "c.chunk_id, c.node_id, c.version_id, c.ordinal, c.start_offset, c.end_offset, c.text, "
-    "c.label, c.heading_path_json, c.locator, c.witness"
+    "c.label, c.heading_path_json, c.locator, "
+    "CASE c.witness WHEN '' THEN v.witness ELSE c.witness END"
 )
 
 
@@ -74,12 +78,40 @@ def _placeholders(n: int) -> str:
     return ",".join("?" * n)
 
 
-def _row_chunk(row: Sequence[object]) -> Chunk:
+def _row_chunk(row: Sequence[object], alias: object, derived_json: object) -> Chunk:
+    """A chunk row (``_CHUNK_COLUMNS``); its version's alias and the row's derived labels
+    rebuild a locator stored as '' (see :func:`_stored_locator`)."""
+    start, end = int(str(row[4])), int(str(row[5]))
+    headings = _heading_path(str(row[8]))
+    locator = str(row[9])
+    if not locator:
+        page = derived_from_json(derived_json, title="", alias=str(alias)).page
+        locator = format_locator(str(alias), page, headings, start, end)
     return Chunk(
         chunk_id=str(row[0]), node_id=str(row[1]), version_id=str(row[2]), ordinal=int(str(row[3])),
-        start=int(str(row[4])), end=int(str(row[5])), text=str(row[6]), label=str(row[7]),
-        heading_path=_heading_path(str(row[8])), locator=str(row[9]), witness=str(row[10]),
+        start=start, end=end, text=str(row[6]), label=str(row[7]), heading_path=headings,
+        locator=locator, witness=str(row[10]),
     )
+
+
+@lru_cache(maxsize=4_096)
+def _chunk_record(authz: AuthzContext, row: tuple[object, ...]) -> ChunkRecord:
+    """The record of a row of :meth:`SQLiteStore.get_chunks` as ``authz`` may see it.
+
+    A pure function of the context and the whole row (text, labels, head flag and all), kept
+    for the hits that are read back again and again; the row was admitted by the query."""
+    return chunk_record_for(authz, _row_chunk(row, row[12], row[16]), title=str(row[11]),
+                            alias=str(row[12]), source_id=str(row[13]),
+                            source_system=str(row[14]), is_head=bool(row[15]),
+                            derived_json=row[16])
+
+
+def _stored_locator(chunk: Chunk, alias: str) -> str:
+    """'' when the locator is the one its row rebuilds (path, page, headings, offsets), as
+    ingest makes it; any other locator is stored as it is."""
+    page = chunk.derived.page if chunk.derived is not None else None
+    rebuilt = format_locator(alias, page, chunk.heading_path, chunk.start, chunk.end)
+    return "" if chunk.locator == rebuilt else chunk.locator
 
 
 @lru_cache(maxsize=65_536)
@@ -284,8 +316,9 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
             [(t, c.chunk_id, c.version_id, c.node_id, c.ordinal, c.start, c.end,
               stored_chunk_text(b.normalized_text, c.start, c.end, c.text), c.label,
-              json.dumps(list(c.heading_path), ensure_ascii=False), c.locator, c.witness,
-              b.chunk_lengths[c.chunk_id], b.label_epoch, derived_to_json(c.derived))
+              json.dumps(list(c.heading_path), ensure_ascii=False), _stored_locator(c, b.alias),
+              "" if c.witness == b.witness else c.witness, b.chunk_lengths[c.chunk_id],
+              b.label_epoch, derived_to_json(c.derived))
              for c in b.chunks])
         write_postings(conn, t, b.version_id, [c.chunk_id for c in b.chunks], b.postings)
         conn.executemany("INSERT INTO acl_tokens VALUES (?, ?, ?)",
@@ -293,7 +326,8 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
         conn.execute(
             "INSERT INTO sire VALUES (?, ?, ?, ?, ?, 'PROPOSED', ?, NULL, NULL)",
             (t, "sire-" + b.version_id[:16], b.version_id, b.node_id,
-             json.dumps(b.sire.to_dict(), ensure_ascii=False, sort_keys=True), b.created_at))
+             sire_json_stored(json.dumps(b.sire.to_dict(), ensure_ascii=False, sort_keys=True)),
+             b.created_at))
         total = sum(b.chunk_lengths[c.chunk_id] for c in b.chunks)
         conn.execute("UPDATE lexical_stats SET n_chunks = n_chunks + ?, "
                      "total_length = total_length + ?, generation = generation + 1 "
@@ -428,8 +462,8 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             "WHERE c.tenant_id = ? AND c.version_id = ? ORDER BY c.ordinal, c.chunk_id",
             (tenant, version_id))
         rows = self._spans(tenant, rows)
-        return [replace(_row_chunk(r), derived=derived_from_json(r[13], title=str(r[11]),
-                                                                 alias=str(r[12])))
+        return [replace(_row_chunk(r, r[12], r[13]), derived=derived_from_json(
+                    r[13], title=str(r[11]), alias=str(r[12])))
                 for r in rows]
 
     def restamp_version(self, tenant: str, version_id: str, *, label_epoch: str, witness: str,
@@ -437,8 +471,9 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
         with self._write() as conn:
             conn.execute("UPDATE versions SET witness = ?, fingerprint = ? WHERE tenant_id = ? "
                          "AND version_id = ?", (witness, fingerprint, tenant, version_id))
-            conn.execute("UPDATE chunks SET label_epoch = ?, witness = ? WHERE tenant_id = ? "
-                         "AND version_id = ?", (label_epoch, witness, tenant, version_id))
+            # The chunks' witness is the version's, just set: stored there only.
+            conn.execute("UPDATE chunks SET label_epoch = ?, witness = '' WHERE tenant_id = ? "
+                         "AND version_id = ?", (label_epoch, tenant, version_id))
             conn.execute("UPDATE lexical_stats SET generation = generation + 1 "
                          "WHERE tenant_id = ?", (tenant,))
 
@@ -483,11 +518,7 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             f"({_placeholders(len(ids))}) AND {visible}",
             (authz.tenant, *ids, *visible_params))
         by_id = {str(r[0]): r for r in self._spans(authz.tenant, rows)}
-        return [chunk_record_for(authz, _row_chunk(by_id[i]), title=str(by_id[i][11]),
-                                 alias=str(by_id[i][12]), source_id=str(by_id[i][13]),
-                                 source_system=str(by_id[i][14]), is_head=bool(by_id[i][15]),
-                                 derived_json=by_id[i][16])
-                for i in chunk_ids if i in by_id]
+        return [_chunk_record(authz, by_id[i]) for i in chunk_ids if i in by_id]
 
     def chunks_with_label(self, tenant: str, chunk_ids: Sequence[str],
                           label: str) -> list[Chunk]:
@@ -501,8 +532,8 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             f"AND c.chunk_id IN ({_placeholders(len(ids))}) "
             "ORDER BY c.chunk_id, c.is_head DESC, v.created_at DESC, c.version_id DESC",
             (tenant, label, *ids))
-        return [replace(_row_chunk(r), derived=derived_from_json(r[13], title=str(r[11]),
-                                                                 alias=str(r[12])))
+        return [replace(_row_chunk(r, r[12], r[13]), derived=derived_from_json(
+                    r[13], title=str(r[11]), alias=str(r[12])))
                 for r in self._spans(tenant, first_row_per_chunk(rows))]
 
     def _spans(self, tenant: str, rows: Sequence[tuple[object, ...]]

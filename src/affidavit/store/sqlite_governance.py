@@ -23,6 +23,7 @@ from affidavit.store.base import (
     SireRecord,
 )
 from affidavit.store.sqlite_references import insert_references
+from affidavit.store.sqlite_texts import sire_json
 
 _LEDGER_COLUMNS = ("seq, record_id, request_id, created_at, payload, prev_hash, record_hash, "
                    "link_format")
@@ -174,7 +175,7 @@ class GovernanceTables:
             f"AND v.version_id = s.version_id WHERE {where} ORDER BY v.alias, s.sire_id", params)
         return [SireRecord(
             sire_id=str(r[0]), node_id=str(r[1]), version_id=str(r[2]), title=str(r[3]),
-            alias=str(r[4]), sire=SireTuple.from_dict(json.loads(str(r[5]))), state=str(r[6]),
+            alias=str(r[4]), sire=SireTuple.from_dict(json.loads(sire_json(r[5]))), state=str(r[6]),
             proposed_at=str(r[7]), approved_by=None if r[8] is None else str(r[8]),
             approved_at=None if r[9] is None else str(r[9]), is_head=bool(r[10]))
             for r in rows]

@@ -83,6 +83,18 @@ def stored_chunk_text(normalized: str, start: int, end: int, text: str) -> str:
     return "" if text and normalized[start:end] == text else text
 
 
+def sire_json_stored(tuple_json: str) -> bytes:
+    """A SIRE tuple as ``sire.tuple_json`` holds it: deflated (its terms are most of a
+    record; rows written before migration 17 hold the JSON text, read as it is)."""
+    return deflate(tuple_json.encode("utf-8"))
+
+
+def sire_json(stored: object) -> str:
+    if isinstance(stored, bytes):
+        return zlib.decompress(stored).decode("utf-8")
+    return str(stored)
+
+
 class VersionTexts:
     """Fills in the text of chunk rows stored as spans, from their versions' texts."""
 
