@@ -101,6 +101,8 @@ def _print_roll(report: dict[str, Any]) -> None:
           f"{len(report['restamped'])} marked current in place, {len(report['carried_over'])} "
           f"approvals carried over, {len(report['proposed'])} proposals to review, "
           f"{len(report['failed'])} failed")
+    if report.get("vectors"):
+        print(f"vectors embedded for the current model: {report['vectors']['embedded']}")
     for alias in report["derived"]:
         print(f"  derived   {alias}")
     for failure in report["failed"]:

@@ -23,7 +23,6 @@ from affidavit.chunking.ids import chunk_ids
 from affidavit.classify import SensitivityPolicy, build_segments
 from affidavit.classify.derived import DocumentDerivedLabels, format_locator, label_derived
 from affidavit.classify.document import effective_declared, label_document
-from affidavit.classify.epoch import label_epoch
 from affidavit.classify.labels import label_text
 from affidavit.classify.model import ModelParagraphClassifier, classifier_identity
 from affidavit.classify.overrides import all_recorded_overrides, overrides_digest
@@ -50,6 +49,7 @@ from affidavit.index.boundary import (
 from affidavit.index.boundary_gate import PromotionGuard
 from affidavit.index.drift import check_drift
 from affidavit.index.embed import embed_missing
+from affidavit.index.epochs import RESOLVER_VERSION, policy_epoch, serving_epoch
 from affidavit.index.links import resolve_links
 from affidavit.index.vectors import make_backend
 from affidavit.ingest_lock import holding_ingest_lock
@@ -79,7 +79,6 @@ from affidavit.store.base import (
 from affidavit.telemetry import configure as configure_telemetry
 from affidavit.telemetry import extract_format, fetched, id_hash, stage, traced
 
-RESOLVER_VERSION = "1"
 NO_MODEL = "none"
 
 INGESTED, UNCHANGED, QUARANTINED = "ingested", "unchanged", "quarantined"
@@ -155,20 +154,6 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def policy_epoch(settings: Settings, tokenizer: Tokenizer, tenant: str | None = None) -> str:
-    """Everything that changes derived artifacts when it changes."""
-    data = {
-        "sensitivity": settings.to_dict()["sensitivity"],
-        "label_epoch": label_epoch(settings.sensitivity),
-        "chunking": settings.to_dict()["chunking"],
-        "acl_default": list(settings.policy_for(tenant or settings.tenant).acl.default),
-        "sire": settings.to_dict()["sire"],
-        "tokenizer": tokenizer.signature,
-        "ingest": settings.to_dict()["ingest"],
-    }
-    return stable_hash("policy-epoch", canonical_json(data))[:16]
-
-
 class Ingestor:
     """Runs ingestion for one tenant against one store."""
 
@@ -180,7 +165,9 @@ class Ingestor:
         lex = settings.lexical
         self.tokenizer = Tokenizer(lex.language, lex.stem, lex.stop_words)
         self.epoch = policy_epoch(settings, self.tokenizer, self.tenant)
-        self.label_epoch = label_epoch(settings.sensitivity)
+        # The key every chunk is stamped with and read under (index.epochs.serving_epoch):
+        # the witness family without the digest, of which the label epoch is one part.
+        self.label_epoch = serving_epoch(settings, self.tenant)
         self.classifier = ModelParagraphClassifier.from_settings(settings.sensitivity.model,
                                                                  self.policy)
         self._overrides: dict[str, dict[int, str]] | None = None

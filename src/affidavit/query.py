@@ -11,19 +11,13 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Protocol
 
 from affidavit.answer import (
     ExtractiveProvider,
-    FaqCache,
-    FaqMatch,
     GateDecision,
     GuardedProvider,
     LLMProvider,
-    OpenAIProvider,
     ProviderRequest,
     ProviderResponse,
     compile_prompt,
@@ -39,21 +33,15 @@ from affidavit.answer import (
 )
 from affidavit.answer.gate import shown_answer
 from affidavit.answer.layers import provider_tier
-from affidavit.answer.local import LocalProvider
-from affidavit.answer.nli import nli_input
 from affidavit.answer.relevance import evidence_texts, question_coverage
 from affidavit.authz import Authorizer, FailClosedAuthorizer, StoreAuthorizer
 from affidavit.classify.derived import model_labels, restricted_derived
-from affidavit.classify.epoch import label_epoch
 from affidavit.config import RESTRICTED, Settings
 from affidavit.errors import AuthorizationError, ProviderError, RestrictedContentError
 from affidavit.identity import sire_shown_to
 from affidavit.identity.sire_labels import withhold_subjects
-from affidavit.index import MemoryIndex
-from affidavit.index.boundary import BOUNDARY_VERSION, Boundary, corpus_boundary, plausibility
-from affidavit.index.embed import embed_query
+from affidavit.index.epochs import serving_epoch, serving_state
 from affidavit.index.serving import DEGRADED_BOUNDARY, boundary_entry
-from affidavit.index.snapshot import SQLiteSnapshotSource
 from affidavit.ledger.record import LedgerWriter
 from affidavit.records import AuthzContext, ScoredChunk, canonical_json, stable_hash
 from affidavit.references.citations import NO_CITATIONS, CitationDrafts, citation_drafts
@@ -81,6 +69,16 @@ from affidavit.telemetry import (
     traced,
 )
 from affidavit.telemetry import configure as configure_telemetry
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from affidavit.answer import FaqMatch
+    from affidavit.index.boundary import Boundary
+
+# What only an answer, a model provider or the vector channel needs (numpy, the HTTP
+# client, YAML, the entailment layer) is imported where it is used, so that a search on
+# the default lexical index does not load it (tests/project/test_startup_search_imports.py).
 
 
 @dataclass(frozen=True)
@@ -143,8 +141,12 @@ def _now() -> str:
 
 def _default_provider(settings: Settings) -> LLMProvider:
     if settings.answer.provider == "openai":
+        from affidavit.answer.openai import OpenAIProvider
+
         return OpenAIProvider(settings.provider)
     if settings.answer.provider == "local":
+        from affidavit.answer.local import LocalProvider
+
         return LocalProvider(settings.local, settings.provider)
     return ExtractiveProvider(max_sentences=settings.answer.max_answer_sentences)
 
@@ -188,16 +190,25 @@ class Engine:
         self.authorizer: Authorizer = FailClosedAuthorizer(
             authorizer or StoreAuthorizer(store, settings))
         self.provider: LLMProvider = provider or _default_provider(settings)
-        self.faq = FaqCache.load(settings.answer.faq_file) if settings.answer.faq_file else None
-        memory = (MemoryIndex(SQLiteSnapshotSource(store), store)
-                  if memory_index and isinstance(store, SQLiteStore) else None)
+        self.faq = None
+        if settings.answer.faq_file:
+            from affidavit.answer.faq import FaqCache
+
+            self.faq = FaqCache.load(settings.answer.faq_file)
+        memory = None
+        if memory_index and isinstance(store, SQLiteStore):
+            from affidavit.index.memory import MemoryIndex
+            from affidavit.index.snapshot import SQLiteSnapshotSource
+
+            memory = MemoryIndex(SQLiteSnapshotSource(store), store)
         self.retriever = HybridRetriever.from_settings(store, settings, memory=memory)
         self._boundary_cache: tuple[int, Boundary | None] | None = None
         self.template = load_template(settings.answer.template)
         self.ledger = LedgerWriter(store)
-        # The policy in force for this engine: labels computed under another sensitivity
-        # policy are not served, and only declared labels' text is sent to a model.
-        self.label_epoch = label_epoch(settings.sensitivity)
+        # The epochs in force for this engine: a chunk derived under another policy,
+        # schema, resolver or classifier prompt is not served (index.epochs.serving_epoch),
+        # and only declared labels' text is sent to a model.
+        self.label_epoch = serving_epoch(settings, self.tenant)
         self.egress = ModelEgress.from_settings(settings)
 
     # ------------------------------------------------------------------ search
@@ -275,6 +286,11 @@ class Engine:
             return self._faq_answer(trace, faq)
         candidates = self.retriever.search(authz, question,
                                            limit=self.settings.retrieval.candidates)
+        # Why a document may be missing: derived under other epochs, it is withheld until
+        # requalified; only the current embedding model's vectors are searched.
+        backend = self.retriever.backend
+        trace.record["epochs"] = serving_state(self.store, self.tenant, self.label_epoch,
+                                               backend.model_id if backend else None)
         if reference_depth > 0:
             candidates, expansion, _ = expand_hits(
                 self.store, self.retriever, authz, question, candidates,
@@ -362,6 +378,8 @@ class Engine:
                                  self.settings.provider, role=trace.role)
         # The trained entailment layer runs in process on the evidence already shown to the
         # model (no call leaves the process); unavailable without the minilm extra.
+        from affidavit.answer.nli import nli_input
+
         inputs = (*inputs, nli_input(claims, by_src))
         trace.record["layer_inputs"] = [layer.to_dict() for layer in inputs]
         trace.record["layers_available"] = {layer.name: not layer.unavailable for layer in inputs}
@@ -411,6 +429,11 @@ class Engine:
         backend = self.retriever.backend
         if backend is None:
             return {"available": False, "reason": "no vector backend configured"}
+        import numpy as np
+
+        from affidavit.index.boundary import BOUNDARY_VERSION, corpus_boundary, plausibility
+        from affidavit.index.embed import embed_query
+
         generation = self.store.corpus_generation(self.tenant)
         cached = self._boundary_cache
         if cached is None or cached[0] != generation:
@@ -480,6 +503,8 @@ def _model_facts(provider: LLMProvider) -> dict[str, Any]:
     """What a provider that runs its model in process says about it (file, size, seed,
     threads), for the ledger; nothing when it says nothing or its model cannot be found
     (the generation that follows fails and says why)."""
+    from affidavit.answer.local import LocalProvider
+
     if not isinstance(provider, LocalProvider):
         return {}
     try:

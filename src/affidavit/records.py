@@ -283,8 +283,9 @@ class AuthzContext:
     tokens: frozenset[str]
     granted_labels: frozenset[str]
     policy_version: str
-    # The sensitivity policy the reader is under: when set, only chunks labelled under it
-    # are admitted (a chunk labelled under an older policy may carry a stale label).
+    # The epochs the reader is served under (index.epochs.serving_epoch: the sensitivity
+    # policy and the rest of the witness family): when set, only chunks derived under them
+    # are admitted (a chunk derived under older ones may carry a stale label or identity).
     label_epoch: str | None = None
 
     def to_dict(self) -> dict[str, Any]:

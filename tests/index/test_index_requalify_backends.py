@@ -55,7 +55,7 @@ def test_requalification_restamps_unaffected_versions_and_rederives_affected_one
     assert [c.chunk_id for c in store.version_chunks(
         TENANT, after["travel.txt"].version_id)] == travel_chunks
     assert set(travel_chunks) <= set(store.head_vectors(TENANT, model)[0]) | vectors_before
-    assert store.label_stale_heads(TENANT, Requalifier(store, CHANGED).epochs.label) == []
+    assert store.label_stale_heads(TENANT, Requalifier(store, CHANGED).epochs.serving) == []
     states = {r.alias: r.state for r in store.list_sire(TENANT)}
     assert states == {"crane.txt": "ACTIVE", "travel.txt": "ACTIVE"}
     # Current now: a plain run of the same listing derives nothing again.

@@ -46,9 +46,9 @@ from typing import Protocol
 
 from affidavit.authz.expand import PolicyIndex, granted_labels, policy_version
 from affidavit.authz.tuples import parse_principal, parse_tuple
-from affidavit.classify.epoch import label_epoch
 from affidavit.config import PUBLIC, Settings
 from affidavit.errors import AuthorizationError
+from affidavit.index.epochs import serving_epoch
 from affidavit.records import AuthzContext
 from affidavit.store.base import RelationTuple, Store
 
@@ -125,8 +125,9 @@ class StoreAuthorizer:
         except Exception as exc:
             raise AuthorizationError(
                 f"authorization data unavailable ({type(exc).__name__})") from exc
+        # Pinned to the epochs in force: only chunks derived under them are read.
         context = replace(build_context(tenant, who, tuples, grants),
-                          label_epoch=label_epoch(self.settings.sensitivity))
+                          label_epoch=serving_epoch(self.settings, tenant))
         self._remember(key, generation, context)
         return context
 

@@ -25,9 +25,9 @@ from affidavit.authz.explain import (
     principal_is_known,
 )
 from affidavit.authz.tuples import parse_principal
-from affidavit.classify.epoch import label_epoch
 from affidavit.config import PUBLIC, Settings
 from affidavit.errors import NotFound
+from affidavit.index.epochs import serving_epoch
 from affidavit.store.base import HeadInfo, RelationTuple, Store
 
 _BATCH = 500
@@ -76,7 +76,7 @@ def document_facts(store: Store, settings: Settings, tenant: str, head: HeadInfo
     """What the store holds about one head version, for :func:`explain_access`."""
     metadata = _metadata(store, tenant, head)
     sire = [r for r in store.list_sire(tenant) if r.version_id == head.version_id]
-    stale = {h.node_id for h in store.label_stale_heads(tenant, label_epoch(settings.sensitivity))}
+    stale = {h.node_id for h in store.label_stale_heads(tenant, serving_epoch(settings, tenant))}
     return DocumentFacts(
         node_id=head.node_id, version_id=head.version_id, alias=head.alias,
         acl_tokens=tuple(sorted(str(t) for t in metadata.get("acl", []))),

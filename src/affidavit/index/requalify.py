@@ -221,8 +221,10 @@ class Requalifier:
         if deriving.refused_write is not None:  # raised inside, maybe caught as a quarantine
             raise GovernanceError(f"requalification refused the store's "
                                   f"{deriving.refused_write!r} while writing nothing")
-        epochs = (["policy"] if label_stale else []) + [
-            k for k in changed if k in WITNESS_EPOCHS and not (k == "policy" and label_stale)]
+        # A head derived under another serving key is stale for the kinds that changed
+        # since the epochs were recorded (the policy when none is recorded as changed).
+        epochs = [k for k in changed if k in WITNESS_EPOCHS] or (
+            ["policy"] if label_stale else [])
         if deriving.refusal is not None:
             return Requalification(head, FAILED, epochs or ["policy"], bytes=len(
                 document.content), reason_code=deriving.refusal.reason_code)
@@ -237,7 +239,8 @@ class Requalifier:
 
     def assess_all(self, *, force: bool = False) -> Iterator[Requalification]:
         changed = self.epochs.changed_since(recorded_epochs(self.store, self.tenant))
-        stale = {h.node_id for h in self.store.label_stale_heads(self.tenant, self.epochs.label)}
+        stale = {h.node_id for h in self.store.label_stale_heads(self.tenant,
+                                                                  self.epochs.serving)}
         for head in self.store.heads(self.tenant):
             yield self.assess(head, force=force, changed=changed,
                               label_stale=head.node_id in stale)
@@ -267,11 +270,26 @@ class Requalifier:
                 {"epoch": self.ingestor.epoch, "requalify": True, "all": everything}))
             results = list(self.assess_all(force=everything))
             report = self._promote(results, run_id)
+            report["vectors"] = self._embed_missing()
             record_epochs(self.store, self.tenant, self.epochs, actor=SYSTEM_ACTOR)
             status = "FAILED" if report["failed"] else "SUCCEEDED"
             self.store.finish_run(self.tenant, run_id, status=status, at=_now(),
                                   summary_json=canonical_json(report))
         return report
+
+    def _embed_missing(self) -> dict[str, Any] | None:
+        """Vectors for the current embedding model of every served chunk that has none
+        (an embedding-model change is requalified here: old vectors are never searched)."""
+        from affidavit.index.embed import embed_missing
+        from affidavit.index.vectors import make_backend
+
+        backend = make_backend(self.settings.vectors)
+        if backend is None or self.settings.vectors.compute != "ingest":
+            return None
+        return embed_missing(self.store, self.tenant, backend,
+                             batch_size=self.settings.vectors.batch_size,
+                             labels=self.settings.egress.embedding_labels,
+                             label_epoch=self.epochs.serving).to_dict()
 
     def _promote(self, results: Sequence[Requalification], run_id: str) -> dict[str, Any]:
         report: dict[str, Any] = {"run_id": run_id, "restamped": [], "derived": [],
@@ -360,7 +378,7 @@ def _vector_backlog(requalifier: Requalifier) -> int:
         return 0
     return len(requalifier.store.chunks_missing_vectors(
         requalifier.tenant, requalifier.epochs.embedding_model, 1_000_000, labels=labels,
-        label_epoch=requalifier.epochs.label))
+        label_epoch=requalifier.epochs.serving))
 
 
 def requalify_label_stale(ingestor: Ingestor, run_id: str, at: str) -> list[DocumentOutcome]:

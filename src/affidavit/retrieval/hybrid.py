@@ -15,21 +15,22 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from affidavit.classify.epoch import label_epoch
 from affidavit.config import Settings
 from affidavit.errors import AuthorizationError
 from affidavit.index import Tokenizer
-from affidavit.index.embed import embed_missing
-from affidavit.index.memory import MemoryIndex
-from affidavit.index.vectors import EmbeddingBackend, make_backend
+from affidavit.index.epochs import serving_epoch
 from affidavit.records import AuthzContext, ScoredChunk
 from affidavit.retrieval.fusion import rrf_fuse
 from affidavit.retrieval.lexical import LexicalRetriever
 from affidavit.retrieval.rewrite import GlossaryQueryRewriter
 from affidavit.store.base import LexicalHit, Store, VectorHit
 from affidavit.telemetry import AttributeValue, stage
+
+if TYPE_CHECKING:
+    from affidavit.index.memory import MemoryIndex
+    from affidavit.index.vectors import EmbeddingBackend
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,14 @@ class HybridRetriever:
     def from_settings(cls, store: Store, settings: Settings, *,
                       memory: MemoryIndex | None = None) -> HybridRetriever:
         """The retriever ``settings`` describe (backend from ``[vectors]``)."""
-        return cls(store, settings, backend=make_backend(settings.vectors), memory=memory)
+        # The vector backends (numpy, and a model or an HTTP client) are imported only when
+        # a vector channel is configured: a lexical search never loads them.
+        backend = None
+        if settings.vectors.backend.strip().lower() != "none":
+            from affidavit.index.vectors import make_backend
+
+            backend = make_backend(settings.vectors)
+        return cls(store, settings, backend=backend, memory=memory)
 
     # ------------------------------------------------------------------ channels
     def lexical_hits(self, authz: AuthzContext, query: str, *, limit: int) -> list[LexicalHit]:
@@ -143,11 +151,13 @@ class HybridRetriever:
         generation = self.store.corpus_generation(tenant)
         if self._embedded_generation.get(tenant) == generation:
             return
+        from affidavit.index.embed import embed_missing
+
         with self._lock:
             # Only the declared embedding egress is sent; the rest stays lexical-only.
             embed_missing(self.store, tenant, backend, batch_size=self.settings.vectors.batch_size,
                           labels=self.settings.egress.embedding_labels,
-                          label_epoch=label_epoch(self.settings.sensitivity))
+                          label_epoch=serving_epoch(self.settings, tenant))
             self._embedded_generation[tenant] = generation
 
     def rankings(self, authz: AuthzContext | None, query: str, *, depth: int) -> ChannelRankings:
