@@ -11,28 +11,39 @@ share the deployment's settings file: the policy epoch is part of every version'
 
 A worker serves one tenant (``--tenant`` / settings), because row-level security shows it
 that tenant's queue only.
+
+A queued folder is a full listing, as for ``affidavit ingest``: a file that left one path
+and appeared at another with the same bytes is recorded as a move when the folder is
+queued (:mod:`affidavit.identity.moves`), so the worker that takes it derives a new version
+of the same document. The queue withdraws nothing, so the listing it remembers keeps what
+it held. When a run is drained, the worker that closes it resolves the links of the
+documents it ingested (:mod:`affidavit.index.links`) and adds them, with the moves, to the
+run's summary.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import socket
 import sys
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from affidavit import config as config_module
 from affidavit.config import Settings
 from affidavit.errors import AffidavitError, ConfigurationError
+from affidavit.identity.moves import Moves
+from affidavit.index.links import resolve_links
 from affidavit.ingest import QUARANTINED, UNCHANGED, Ingestor
-from affidavit.records import canonical_json
+from affidavit.records import SourceDocument, canonical_json, node_id_for
 from affidavit.relabel import stale_documents
-from affidavit.sources import LocalFolderSource
+from affidavit.sources import LocalFolderSource, listing_key
 from affidavit.store import open_store
 from affidavit.store.base import QuarantineRecord
 from affidavit.store.postgres import PostgresStore
@@ -47,6 +58,7 @@ from affidavit.store.postgres_queue import (
     enqueue_documents,
     finish_drained_runs,
     heartbeat,
+    ingested_aliases,
     pending_documents,
     record_warnings,
     release_claims,
@@ -85,9 +97,30 @@ def enqueue_local_folder(store: PostgresStore, settings: Settings, path: str | P
     # Documents labelled under another sensitivity policy are derived again from their
     # stored bytes in the same run (until then no reader sees them).
     stale = [document for _, document in stale_documents(ingestor) if document is not None]
-    enqueue_documents(store, ingestor.tenant, run_id, [*stale, *source.list_documents()],
-                      params_json=canonical_json({"epoch": ingestor.epoch, "queued": True}))
+    listing = listing_key(str(path))
+    documents, moved, seen = _settle_moves(store, ingestor.tenant, listing,
+                                           source.list_documents())
+    enqueue_documents(store, ingestor.tenant, run_id, [*stale, *documents],
+                      params_json=canonical_json({"epoch": ingestor.epoch, "queued": True,
+                                                  "listing": listing, "moved": moved}))
+    if listing is not None:
+        store.replace_listing(ingestor.tenant, listing,
+                              sorted(store.listed_nodes(ingestor.tenant, listing) | seen))
     return run_id
+
+
+def _settle_moves(store: PostgresStore, tenant: str, listing: str | None,
+                  listed: Iterable[SourceDocument]
+                  ) -> tuple[list[SourceDocument], list[str], set[str]]:
+    """The listed documents, each move among them recorded (a new path with the bytes of
+    a path the listing lost); the moves as ``old -> new``; the nodes the listing holds."""
+    moves = Moves(store, tenant, listing)
+    kept = [document for document in listed if not moves.defer(document)]
+    seen = [node_id_for(d.source_system, d.source_id) for d in kept]
+    deferred = moves.settle(seen)
+    seen += [moves.node_for(d.source_id, d.alias) or node_id_for(d.source_system, d.source_id)
+             for d in deferred]
+    return [*kept, *deferred], [f"{old} -> {new}" for old, new in moves.moved], set(seen)
 
 
 class Worker:
@@ -118,7 +151,10 @@ class Worker:
                     break
                 heartbeat(self.store, self.tenant, self.report.worker_id)
                 self.process(claim)
-            self.report.runs_finished += finish_drained_runs(self.store, self.tenant)
+            finished = finish_drained_runs(self.store, self.tenant)
+            for run_id in finished:
+                self._resolve_links(run_id)
+            self.report.runs_finished += finished
             if claims:
                 continue
             if opts.once and pending_documents(self.store, self.tenant) == 0:
@@ -155,6 +191,23 @@ class Worker:
         elif outcome.warnings:
             record_warnings(self.store, claim, outcome.warnings)
         return outcome.status
+
+    def _resolve_links(self, run_id: str) -> None:
+        """Stage D for a drained run: the links of the documents it ingested become edges
+        (or unresolved links with their reason); the summary gains them and the moves."""
+        run = self.store.get_run(self.tenant, run_id)
+        if run is None:
+            return
+        aliases = set(ingested_aliases(self.store, self.tenant, run_id))
+        nodes = [h.node_id for h in self.store.heads(self.tenant) if h.alias in aliases]
+        redirects = Moves(self.store, self.tenant, None).redirects
+        links = resolve_links(self.store, self.settings, self.tenant, nodes, redirects)
+        params = json.loads(run.params_json or "{}")
+        summary = {**json.loads(run.summary_json or "{}"), "links": links.to_dict(),
+                   "moved": params.get("moved", [])}
+        self.store.finish_run(self.tenant, run_id, status=run.status,
+                              at=run.finished_at or now_text(),
+                              summary_json=canonical_json(summary))
 
     @staticmethod
     def _quarantine(view: PostgresStore, claim: QueueClaim, reason_code: str,

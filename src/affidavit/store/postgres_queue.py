@@ -199,6 +199,15 @@ def pending_documents(store: PostgresBase, tenant: str) -> int:
     return int(row[0]) if row else 0
 
 
+def ingested_aliases(store: PostgresBase, tenant: str, run_id: str) -> list[str]:
+    """The paths of the documents a queued run derived a new version of, in queue order."""
+    with store.transaction(tenant) as conn:
+        rows = conn.execute("SELECT alias FROM ingest_queue WHERE tenant_id = %s AND run_id = %s "
+                            "AND outcome = %s ORDER BY seq", (tenant, run_id, INGESTED)
+                            ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
 def finish_drained_runs(store: PostgresBase, tenant: str) -> list[str]:
     """Close every open run whose documents are all done; returns their ids."""
     finished: list[str] = []
