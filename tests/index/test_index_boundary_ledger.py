@@ -147,3 +147,20 @@ def test_a_question_far_from_the_corpus_is_recorded_outside_the_limit(tmp_path: 
     plaus = record["plausibility"]
     assert plaus["control_limit"]["confidence"] == 0.5
     assert plaus["query"] > plaus["control_limit"]["ucl"] and plaus["query_inside"] is False
+
+
+def test_the_annotation_ends_with_the_first_run_that_leaves_nothing_out(
+        tmp_path: Path) -> None:
+    store, config, degraded_run = degraded_store(tmp_path)
+    # A reviewer's release lets a document in at the next run, not before.
+    assert store.release_quarantine(config.tenant, degraded_run, "layoffs-plan-2027.txt",
+                                    by="user:reviewer", at=datetime.now(UTC).isoformat())
+    record = logged(store, config.tenant, Engine(store, config).ask("user:alice", QUESTION))
+    assert "layoffs-plan-2027.txt" in record["boundary"]["excluded"]
+    clean = Ingestor(store, config).run([StaticSource(corpus())])
+    assert clean.status == "COMPLETED"
+    result = Engine(store, config).ask("user:alice", QUESTION)
+    record = logged(store, config.tenant, result)
+    assert record["boundary"]["run_id"] == clean.run_id
+    assert record["boundary"]["degraded"] is False and record["boundary"]["annotations"] == []
+    assert result.claims and all("annotations" not in c for c in result.claims)

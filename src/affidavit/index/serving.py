@@ -5,7 +5,7 @@ The serving run is the tenant's latest run that reached its boundary: COMPLETED,
 DEGRADED when it quarantined documents, whose boundary was computed without them. A FAILED
 run promoted nothing (§10.1) and a RUNNING one has not locked its boundary, so neither
 serves. Every answer from a DEGRADED run records ``DEGRADED_BOUNDARY`` with the documents
-it left out (those a reviewer has since released are no longer left out): an annotation,
+it left out (a reviewer's release lets one in at the next run, not before): an annotation,
 never a change of output state.
 
 The names of quarantined documents are derived text that was never labelled (the document
@@ -42,7 +42,6 @@ class ServingRun:
     run_id: str
     status: str
     digest: str | None
-    model_id: str | None
     excluded: tuple[str, ...]
 
     @property
@@ -53,7 +52,7 @@ class ServingRun:
     def to_record(self) -> dict[str, Any]:
         """The ledger's ``boundary`` entry."""
         return {"run_id": self.run_id, "status": self.status, "digest": self.digest,
-                "model_id": self.model_id, "degraded": self.degraded,
+                "degraded": self.degraded,
                 "annotations": [DEGRADED_BOUNDARY] if self.degraded else [],
                 "excluded": list(self.excluded)}
 
@@ -65,7 +64,7 @@ def serving_run(store: Store, tenant: str) -> ServingRun | None:
         runs = store.list_runs(tenant, limit=limit)
         for run in runs:
             if run.status in SERVING_STATUSES:
-                return _serving(store, tenant, run)
+                return _serving(run)
         if len(runs) < limit:
             break
     return None
@@ -90,20 +89,21 @@ def boundary_shown_to(entry: Any, store: Store, authz: AuthzContext) -> Any:
     return {**entry, "excluded": [n for n in names if n in shown]}
 
 
-def _serving(store: Store, tenant: str, run: RunRecord) -> ServingRun:
+def _serving(run: RunRecord) -> ServingRun:
     summary = _summary(run)
     boundary = summary.get("boundary")
     boundary = boundary if isinstance(boundary, Mapping) else {}
     excluded: tuple[str, ...] = ()
     if run.status == "DEGRADED":
-        released = {q.alias for q in store.list_quarantine(tenant, run.run_id)
-                    if q.released_at is not None}
-        aliases = {str(q.get("alias")) for q in summary.get("quarantined") or ()
-                   if isinstance(q, Mapping) and q.get("alias")}
-        excluded = tuple(sorted(aliases - released))
-    digest, model_id = boundary.get("digest"), boundary.get("model_id")
+        # A reviewer's release lets a document in at the next run; until then the corpus
+        # this run serves is still without it.
+        excluded = tuple(sorted({str(q.get("alias")) for q in summary.get("quarantined") or ()
+                                 if isinstance(q, Mapping) and q.get("alias")}))
+    # The entry is shown to every reader of the record: ids, codes and the digest only (the
+    # embedding model, whose id can name an endpoint, is in the plausibility entry).
+    digest = boundary.get("digest")
     return ServingRun(run.run_id, run.status, None if digest is None else str(digest),
-                      None if model_id is None else str(model_id), excluded)
+                      excluded)
 
 
 def _summary(run: RunRecord) -> dict[str, Any]:
