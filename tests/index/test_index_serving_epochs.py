@@ -145,3 +145,25 @@ def test_vectors_of_another_embedding_model_are_never_searched(store: Store) -> 
     assert store.vector_search(authz, new_model, query, limit=5) != []
     assert served(store, other) == BOTH
     assert len(store.head_vectors(TENANT, old_model)[0]) >= 2  # kept, never searched
+
+
+def test_chunks_stamped_with_the_label_epoch_alone_are_marked_current_in_place(
+        store: Store) -> None:
+    from affidavit.classify.epoch import label_epoch
+
+    corpus(store)
+    heads = {h.alias: h.version_id for h in store.heads(TENANT)}
+    # As stored before the serving key: the label epoch, the rest of the witness current.
+    legacy = label_epoch(SETTINGS.sensitivity)
+    for version_id in heads.values():
+        store.restamp_version(TENANT, version_id, label_epoch=legacy,
+                              witness=store.version_chunks(TENANT, version_id)[0].witness,
+                              fingerprint=next(h.fingerprint for h in store.heads(TENANT)
+                                               if h.version_id == version_id))
+    assert served(store, SETTINGS) == []
+    plan = Requalifier(store, SETTINGS).plan()
+    assert (plan["restamp"], plan["affected"]) == (["crane.md", "travel.md"], [])
+    assert sorted(Requalifier(store, SETTINGS).roll()["restamped"]) == ["crane.md",
+                                                                         "travel.md"]
+    assert {h.alias: h.version_id for h in store.heads(TENANT)} == heads
+    assert served(store, SETTINGS) == BOTH

@@ -215,7 +215,10 @@ class Requalifier:
         document = stored_document(self.ingestor, head)
         if document is None:
             return Requalification(head, FAILED, reason_code="RELABEL_FAILED")
-        deriving = _DerivingStore(self.store, force=force)
+        # A head stamped with another serving key is derived even when its fingerprint is
+        # current (chunks stamped before the key covered the whole family): it is marked
+        # current in place when nothing served changes.
+        deriving = _DerivingStore(self.store, force=force or label_stale)
         dry = self._ingestor_type(cast(Store, deriving), self.settings, tenant=self.tenant)
         dry.ingest_one(document, "requalify-plan")
         if deriving.refused_write is not None:  # raised inside, maybe caught as a quarantine
