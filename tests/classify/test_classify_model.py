@@ -168,7 +168,7 @@ def test_local_classifier_is_its_own_epoch_and_an_unknown_provider_is_refused(
 
 
 def test_a_long_paragraph_is_judged_in_pieces_cut_at_spaces() -> None:
-    from affidavit.classify.likelihood import candidate_labels, description, pieces
+    from affidavit.classify.likelihood import candidate_labels, descriptions, pieces
 
     text = " ".join(f"word{n}" for n in range(600))
     cut = pieces(text, 100)
@@ -179,4 +179,4 @@ def test_a_long_paragraph_is_judged_in_pieces_cut_at_spaces() -> None:
         labels=("PUBLIC", "INTERNAL", "TRADE_SECRET", "RESTRICTED"), detectors={}))
     # RESTRICTED belongs to the rules alone; an unknown label is described by its name.
     assert candidate_labels(policy) == ("PUBLIC", "INTERNAL", "TRADE_SECRET")
-    assert description("TRADE_SECRET") == "trade secret"
+    assert descriptions("TRADE_SECRET") == ("trade secret",)

@@ -20,7 +20,7 @@ from affidavit.answer.local import LocalProvider
 from affidavit.answer.providers import ProviderRequest, ProviderResponse
 from affidavit.classify.document import label_document
 from affidavit.classify.labels import classify_paragraphs
-from affidavit.classify.likelihood import candidate_labels
+from affidavit.classify.likelihood import candidate_labels, label_prompts
 from affidavit.classify.model import ModelParagraphClassifier, label_sources, page_windows
 from affidavit.classify.policy import SensitivityPolicy
 from affidavit.config import LocalModelSettings, ModelClassifierSettings, SensitivitySettings
@@ -118,8 +118,10 @@ def test_local_model_raises_unlabelled_salary_paragraph_and_not_an_ordinary_one(
     # never the RESTRICTED one (and RESTRICTED is never a candidate).
     assert SALARY in model.inputs and ORDINARY in model.inputs
     _assert_never_received(model, NIGHTJAR)
-    prompts = {system for system, _, _ in model.scored}
-    assert len(prompts) == len(candidate_labels(policy)) == len(policy.labels) - 1
+    prompts = [system for _, system in label_prompts(policy)]
+    assert sorted({system for system, _, _ in model.scored}) == sorted(prompts)
+    assert {label for label, _ in label_prompts(policy)} == set(candidate_labels(policy))
+    assert len(candidate_labels(policy)) == len(policy.labels) - 1
     # Same input, same labels, same numbers.
     first = list(model.scored)
     again = label_document(doc, policy=policy, declared=None, path="crew.md", inherit={},
@@ -173,9 +175,9 @@ def test_local_model_judges_a_document_larger_than_one_window_window_by_window(
     # Window by window, each candidate label's prompt scored over that window's paragraphs:
     # a paragraph on a shared page is judged once in each window that holds it.
     judged = [completion for _, completion, _ in model.scored]
-    labels = candidate_labels(policy)
-    assert judged == [pages[i] for w in windows for _ in labels for i in w]
-    assert judged.count(SALARY) == 2 * len(labels)
+    prompts = label_prompts(policy)
+    assert judged == [pages[i] for w in windows for _ in prompts for i in w]
+    assert judged.count(SALARY) == 2 * len(prompts)
     # Where the windows overlap the more severe answer is kept (both windows raise it).
     assert answers == (None, None, "FINANCIAL", None, None, None)
     _assert_never_received(model, NIGHTJAR)

@@ -2,12 +2,12 @@
 
 A model of SmolLM2-135M's size does not reliably follow an instruction to answer in a
 given format, and its choice among label *names* barely depends on the paragraph. What it
-does well is predict text. So each candidate label becomes a short system prompt that asks
-for a paragraph on that label's topic (generated from the configured labels and their
-descriptions), and the paragraph itself is the scored completion: the label under whose
-topic the paragraph is most likely is the model's answer. This is the "channel" direction
-of prompting, robust for small models because every label is scored on the same text, so
-length and wording cancel out.
+does well is predict text. So each description of each candidate label becomes a short
+system prompt that asks for a paragraph on that topic (generated from the configured
+labels), and the paragraph itself is the scored completion: a label's score is the
+paragraph's log-likelihood under its likeliest description. This is the "channel"
+direction of prompting, robust for small models because every label is scored on the same
+text, so length and wording cancel out.
 
 The model raises a paragraph only when the best label above the policy's default level
 explains the paragraph at least ``RAISE_MARGIN`` nats better than the best label at or
@@ -35,17 +35,24 @@ LIKELIHOOD_PROMPT = "You write one paragraph of a company document. Its topic: {
 
 REQUEST = "Write the paragraph."
 
-DESCRIPTIONS: Mapping[str, str] = {
-    "PUBLIC": "news anyone may read",
-    "INTERNAL": "ordinary work: meetings, schedules, offices, procedures",
-    "CONFIDENTIAL": "business plans, contracts, deal terms",
-    "PII": "contact details: an e-mail address, a phone number, a street address",
-    "PII_SENSITIVE": "a person's health, illness, medical treatment",
-    "FINANCIAL": "money: a salary, pay, a bonus, prices, budgets, bank accounts",
-    "SECRET": "passwords, keys, security flaws",
+DESCRIPTIONS: Mapping[str, tuple[str, ...]] = {
+    "PUBLIC": ("news anyone may read",),
+    "INTERNAL": ("ordinary work: meetings, schedules, offices, procedures",
+                 "daily work: people, teams, places, events, training, rules",
+                 "office life: rooms, equipment, events, safety, facilities"),
+    "CONFIDENTIAL": ("business plans, contracts, deal terms",
+                     "a secret deal: contract terms, an acquisition, a negotiation"),
+    "PII": ("contact details: an e-mail address, a phone number, a street address",),
+    "PII_SENSITIVE": ("a person's health, illness, medical treatment",),
+    "FINANCIAL": ("money: a salary, pay, a bonus, prices, budgets, bank accounts",
+                  "how much money someone is paid or owes: salary, wage, bonus, invoice, "
+                  "budget"),
+    "SECRET": ("passwords, keys, security flaws",),
 }
-"""Topics of the default labels. A configured label not listed here is described by its
-own name (``TRADE_SECRET`` -> "trade secret")."""
+"""Topics of the default labels. The default level has several, so that ordinary text of
+many kinds finds one that fits it (a lone narrow description lets a broad sensitive one
+win on everyday paragraphs). A configured label not listed here is described by its own
+name (``TRADE_SECRET`` -> "trade secret")."""
 
 RAISE_MARGIN = 2.0
 """Nats by which the best raising label must beat the best non-raising one: a paragraph is
@@ -57,9 +64,9 @@ PIECE_CHARS = 1_200
 the most severe answer winning, so that it always fits the model's context."""
 
 
-def description(label: str) -> str:
-    """What a label's paragraphs are about, as the prompt says it."""
-    return DESCRIPTIONS.get(label) or label.replace("_", " ").replace("-", " ").casefold()
+def descriptions(label: str) -> tuple[str, ...]:
+    """What a label's paragraphs are about, as the prompts say it."""
+    return DESCRIPTIONS.get(label) or (label.replace("_", " ").replace("-", " ").casefold(),)
 
 
 def candidate_labels(policy: SensitivityPolicy) -> tuple[str, ...]:
@@ -68,18 +75,19 @@ def candidate_labels(policy: SensitivityPolicy) -> tuple[str, ...]:
                  if label.casefold() != RESTRICTED.casefold())
 
 
-def label_prompts(policy: SensitivityPolicy, template: str = "") -> dict[str, str]:
-    """Each candidate label's system prompt, from ``template`` (default: ours)."""
+def label_prompts(policy: SensitivityPolicy, template: str = "") -> list[tuple[str, str]]:
+    """(label, system prompt) for each description of each candidate label, in label
+    order, from ``template`` (default: ours)."""
     chosen = template or LIKELIHOOD_PROMPT
-    return {label: chosen.replace("{label}", label).replace("{description}", description(label))
-            for label in candidate_labels(policy)}
+    return [(label, chosen.replace("{label}", label).replace("{description}", topic))
+            for label in candidate_labels(policy) for topic in descriptions(label)]
 
 
 def prompts_identity(policy: SensitivityPolicy, template: str = "") -> str:
     """What the label epoch hashes for this method: its version, prompts and thresholds."""
     prompts = label_prompts(policy, template)
     return stable_hash(METHOD_VERSION, REQUEST, str(RAISE_MARGIN), str(PIECE_CHARS),
-                       *(f"{label}={text}" for label, text in prompts.items()))
+                       *(f"{label}={text}" for label, text in prompts))
 
 
 def pieces(text: str, size: int = PIECE_CHARS) -> list[str]:
@@ -105,12 +113,17 @@ def judge(provider: GuardedProvider, policy: SensitivityPolicy, texts: Sequence[
     prompts = label_prompts(policy, template)
     split = [pieces(text) for text in texts]
     scores: dict[str, list[list[float]]] = {}
-    for label, system in prompts.items():
+    for label, system in prompts:
         request = ProviderRequest(prompt=_request(system))
-        scores[label] = [[_total(provider, request, piece) for piece in run] for run in split]
+        found = [[_total(provider, request, piece) for piece in run] for run in split]
+        best = scores.get(label)
+        # A label scores by its likeliest description.
+        scores[label] = found if best is None else [
+            [max(a, b) for a, b in zip(old, new, strict=True)]
+            for old, new in zip(best, found, strict=True)]
     default = policy.severity(policy.default_level)
-    raising = [label for label in prompts if policy.severity(label) > default]
-    keeping = [label for label in prompts if policy.severity(label) <= default]
+    raising = [label for label in scores if policy.severity(label) > default]
+    keeping = [label for label in scores if policy.severity(label) <= default]
     answers: list[str | None] = []
     for position, run in enumerate(split):
         chosen: list[str] = []
