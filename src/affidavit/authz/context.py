@@ -86,6 +86,14 @@ class StoreAuthorizer:
         # (tenant, principal) -> (policy generation it was expanded under, context). The
         # settings' own tuples and grants are fixed for this authorizer's life.
         self._contexts: dict[tuple[str, ...], tuple[int, AuthzContext]] = {}
+        # tenant -> its serving epoch, computed once: it depends on the settings alone.
+        self._serving: dict[str, str] = {}
+
+    def serving_epoch(self, tenant: str) -> str:
+        """The epochs a context of ``tenant`` is pinned to (index.epochs.serving_epoch)."""
+        if tenant not in self._serving:
+            self._serving[tenant] = serving_epoch(self.settings, tenant)
+        return self._serving[tenant]
 
     def config_tuples(self, tenant: str | None = None) -> list[RelationTuple]:
         """Tuples the settings declare for ``tenant`` (default: the home tenant)."""
@@ -127,7 +135,7 @@ class StoreAuthorizer:
                 f"authorization data unavailable ({type(exc).__name__})") from exc
         # Pinned to the epochs in force: only chunks derived under them are read.
         context = replace(build_context(tenant, who, tuples, grants),
-                          label_epoch=serving_epoch(self.settings, tenant))
+                          label_epoch=self.serving_epoch(tenant))
         self._remember(key, generation, context)
         return context
 
