@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 from scipy.stats import chi2
-from tests.retrieval.governed_corpus import context, document, governed_settings
+from tests.retrieval.governed_corpus import document, governed_settings
 
+from affidavit.authz import StoreAuthorizer
 from affidavit.config import Settings, VectorSettings
 from affidavit.identity.lifecycle import approve_sires
 from affidavit.index.boundary import DEGRADED_BOUNDARY
@@ -24,9 +25,9 @@ from affidavit.ingest import Ingestor
 from affidavit.ledger import replay, verify_chain
 from affidavit.ledger.record import redact_for
 from affidavit.query import AskResult, Engine
-from affidavit.records import SourceDocument
+from affidavit.records import AuthzContext, SourceDocument
 from affidavit.sources.memory import StaticSource
-from affidavit.store import SQLiteStore
+from affidavit.store import SQLiteStore, Store
 
 QUESTION = "Which hotel does the travel policy cover?"
 BOARD_ONLY = "board-minutes"
@@ -44,23 +45,27 @@ def corpus() -> list[SourceDocument]:
     return docs
 
 
-def approve_all(store: SQLiteStore, tenant: str) -> None:
+def approve_all(store: Store, tenant: str) -> None:
     approve_sires(store, tenant, [r.sire_id for r in store.list_sire(tenant)],
                   by="user:curator", at=datetime.now(UTC).isoformat())
 
 
-def logged(store: SQLiteStore, tenant: str, result: AskResult) -> dict[str, Any]:
+def logged(store: Store, tenant: str, result: AskResult) -> dict[str, Any]:
     entry = store.get_ledger(tenant, result.ledger_record_id)
     assert entry is not None
     record: dict[str, Any] = json.loads(entry.payload)
     return record
 
 
-def degraded_store(tmp_path: Path) -> tuple[SQLiteStore, Settings, str]:
+def reader(store: Store, config: Settings, principal: str) -> AuthzContext:
+    return StoreAuthorizer(store, config).context_for(config.tenant, principal)
+
+
+def degraded_store(tmp_path: Path, store: Store | None = None) -> tuple[Store, Settings, str]:
     """A corpus whose second run quarantined a never-stored file and a failed edit of the
     board's document (whose previous version keeps serving)."""
     config = settings()
-    store = SQLiteStore(tmp_path / "degraded.db")
+    store = store or SQLiteStore(tmp_path / "degraded.db")
     Ingestor(store, config).run([StaticSource(corpus())])
     approve_all(store, config.tenant)
     edit = document(BOARD_ONLY, "x", acl=("group:board#member",))
@@ -74,8 +79,8 @@ def degraded_store(tmp_path: Path) -> tuple[SQLiteStore, Settings, str]:
 
 
 def test_every_answer_from_a_degraded_run_carries_degraded_boundary_and_its_names(
-        tmp_path: Path) -> None:
-    store, config, run_id = degraded_store(tmp_path)
+        tmp_path: Path, store: Store) -> None:
+    store, config, run_id = degraded_store(tmp_path, store)
     result = Engine(store, config).ask("user:alice", QUESTION)
     assert result.output_state != "BLOCKED" and result.claims
     record = logged(store, config.tenant, result)
@@ -99,13 +104,13 @@ def test_a_quarantined_name_never_reaches_a_caller_who_may_not_read_it(
     assert "board-minutes" not in shown and "layoffs" not in shown
     entry = store.get_ledger(config.tenant, result.ledger_record_id)
     assert entry is not None
-    alice = redact_for(entry, context(store, config, "user:alice"), store)["record"]
+    alice = redact_for(entry, reader(store, config, "user:alice"), store)["record"]
     assert alice["boundary"]["annotations"] == [DEGRADED_BOUNDARY]
     assert alice["boundary"]["excluded"] == [] and alice["boundary"]["degraded"] is True
     assert "board-minutes" not in json.dumps(alice) and "layoffs" not in json.dumps(alice)
     # Carol reads the board's whole document: its path; a file never stored has no label,
     # so its name stays withheld from every reader of the record, count and all.
-    carol = redact_for(entry, context(store, config, "user:carol"), store)["record"]
+    carol = redact_for(entry, reader(store, config, "user:carol"), store)["record"]
     assert carol["boundary"]["excluded"] == ["board-minutes.txt"]
 
 

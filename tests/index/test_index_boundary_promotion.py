@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.model_egress_server import RecordingModelServer, vector_for
@@ -50,7 +51,7 @@ def served_texts(store: Store, settings: Settings) -> set[str]:
     return {h.text for h in hits}
 
 
-def run_record(store: Store, tenant: str) -> tuple[str, dict[str, object]]:
+def run_record(store: Store, tenant: str) -> tuple[str, dict[str, Any]]:
     run = store.list_runs(tenant, limit=1)[0]
     return run.status, json.loads(run.summary_json)
 
