@@ -2,14 +2,17 @@
 ``[sensitivity.model] provider = "local"``): it raises an unlabelled salary paragraph to
 FINANCIAL and leaves an ordinary one alone, never receives a RESTRICTED paragraph (every
 text handed to the model is recorded where it enters the provider), and judges a document
-larger than one window window by window, the overlaps included.
+larger than one window window by window, the overlaps included; ingestion configured
+with it stores the model as the salary label's source.
 
 Skipped without the ``llama`` extra, failed under ``CI=true``."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 from tests.answer.test_local_model import require_local_model
@@ -27,7 +30,10 @@ from affidavit.config import LocalModelSettings, ModelClassifierSettings, Sensit
 from affidavit.config import Settings as AllSettings
 from affidavit.errors import RestrictedContentError
 from affidavit.extract import extract
+from affidavit.ingest import Ingestor
 from affidavit.records import ExtractedDocument, Paragraph
+from affidavit.sources import LocalFolderSource
+from affidavit.store import SQLiteStore
 
 pytestmark = pytest.mark.llm
 
@@ -181,3 +187,27 @@ def test_local_model_judges_a_document_larger_than_one_window_window_by_window(
     # Where the windows overlap the more severe answer is kept (both windows raise it).
     assert answers == (None, None, "FINANCIAL", None, None, None)
     _assert_never_received(model, NIGHTJAR)
+
+
+def test_ingestion_with_the_local_classifier_stores_the_salary_label_from_the_model(
+        model: RecordingLocalProvider, tmp_path: Path) -> None:
+    body = f"# Crew notes\n\n{ORDINARY}\n\n{SALARY}\n\n{NIGHTJAR}\n"
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "crew.md").write_text(body, encoding="utf-8")
+    store = SQLiteStore(tmp_path / "local.db")
+    try:
+        # The classifier the settings build: its own local provider, loaded on first use.
+        Ingestor(store, AllSettings(sensitivity=_settings())).run(
+            [LocalFolderSource(root, max_document_bytes=1 << 20)])
+        rows = store._read("SELECT idx, label, reasons_json FROM paragraph_labels "
+                           "ORDER BY idx")
+    finally:
+        store.close()
+    doc = extract(body.encode(), filename="crew.md", limits=AllSettings().ingest)
+    labels = {int(str(r[0])): (str(r[1]), tuple(json.loads(str(r[2])))) for r in rows}
+    salary, ordinary, nightjar = (doc.paragraphs[_position(doc, t)].index
+                                  for t in (SALARY, ORDINARY, NIGHTJAR))
+    assert labels[salary][0] == "FINANCIAL" and label_sources(labels[salary][1]) == ("model",)
+    assert labels[ordinary][0] == "INTERNAL"
+    assert labels[nightjar][0] == "RESTRICTED"
