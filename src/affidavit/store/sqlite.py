@@ -13,10 +13,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
 
-from affidavit.classify.derived import derived_from_json, derived_to_json, format_locator
+from affidavit.classify.derived import derived_from_json, derived_to_json
 from affidavit.errors import StoreError
 from affidavit.records import AuthzContext, Chunk, ParagraphLabel, RawBlob
 from affidavit.store.base import (
@@ -48,6 +47,7 @@ from affidavit.store.sqlite_lexical import (
 from affidavit.store.sqlite_locks import SQLiteIngestLocks
 from affidavit.store.sqlite_policy import PolicyEventTables
 from affidavit.store.sqlite_references import ReferenceTables
+from affidavit.store.sqlite_rows import CHUNK_COLUMNS, chunk_record, row_chunk, stored_locator
 from affidavit.store.sqlite_texts import (
     VersionTexts,
     blob_span,
@@ -59,15 +59,7 @@ from affidavit.store.sqlite_texts import (
     version_text_row,
 )
 from affidavit.store.sqlite_vectors import VectorTables, visibility_sql
-from affidavit.store.views import chunk_record_for, first_row_per_chunk
-
-# Every reader joins the chunk's version as ``v``: a chunk's witness is its version's, stored
-# once there (a chunk row holds '' for it, migration 17).
-_CHUNK_COLUMNS = (
-    "c.chunk_id, c.node_id, c.version_id, c.ordinal, c.start_offset, c.end_offset, c.text, "
-    "c.label, c.heading_path_json, c.locator, "
-    "CASE c.witness WHEN '' THEN v.witness ELSE c.witness END"
-)
+from affidavit.store.views import first_row_per_chunk
 
 
 def _now() -> str:
@@ -76,48 +68,6 @@ def _now() -> str:
 
 def _placeholders(n: int) -> str:
     return ",".join("?" * n)
-
-
-def _row_chunk(row: Sequence[object], alias: object, derived_json: object) -> Chunk:
-    """A chunk row (``_CHUNK_COLUMNS``); its version's alias and the row's derived labels
-    rebuild a locator stored as '' (see :func:`_stored_locator`)."""
-    start, end = int(str(row[4])), int(str(row[5]))
-    headings = _heading_path(str(row[8]))
-    locator = str(row[9])
-    if not locator:
-        page = derived_from_json(derived_json, title="", alias=str(alias)).page
-        locator = format_locator(str(alias), page, headings, start, end)
-    return Chunk(
-        chunk_id=str(row[0]), node_id=str(row[1]), version_id=str(row[2]), ordinal=int(str(row[3])),
-        start=start, end=end, text=str(row[6]), label=str(row[7]), heading_path=headings,
-        locator=locator, witness=str(row[10]),
-    )
-
-
-@lru_cache(maxsize=4_096)
-def _chunk_record(authz: AuthzContext, row: tuple[object, ...]) -> ChunkRecord:
-    """The record of a row of :meth:`SQLiteStore.get_chunks` as ``authz`` may see it.
-
-    A pure function of the context and the whole row (text, labels, head flag and all), kept
-    for the hits that are read back again and again; the row was admitted by the query."""
-    return chunk_record_for(authz, _row_chunk(row, row[12], row[16]), title=str(row[11]),
-                            alias=str(row[12]), source_id=str(row[13]),
-                            source_system=str(row[14]), is_head=bool(row[15]),
-                            derived_json=row[16])
-
-
-def _stored_locator(chunk: Chunk, alias: str) -> str:
-    """'' when the locator is the one its row rebuilds (path, page, headings, offsets), as
-    ingest makes it; any other locator is stored as it is."""
-    page = chunk.derived.page if chunk.derived is not None else None
-    rebuilt = format_locator(alias, page, chunk.heading_path, chunk.start, chunk.end)
-    return "" if chunk.locator == rebuilt else chunk.locator
-
-
-@lru_cache(maxsize=65_536)
-def _heading_path(stored: str) -> tuple[str, ...]:
-    # Decoded once per distinct stored path: the same headings are read back again and again.
-    return tuple(json.loads(stored))
 
 
 class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTables, IdentityTables,
@@ -316,7 +266,7 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
             [(t, c.chunk_id, c.version_id, c.node_id, c.ordinal, c.start, c.end,
               stored_chunk_text(b.normalized_text, c.start, c.end, c.text), c.label,
-              json.dumps(list(c.heading_path), ensure_ascii=False), _stored_locator(c, b.alias),
+              json.dumps(list(c.heading_path), ensure_ascii=False), stored_locator(c, b.alias),
               "" if c.witness == b.witness else c.witness, b.chunk_lengths[c.chunk_id],
               b.label_epoch, derived_to_json(c.derived))
              for c in b.chunks])
@@ -457,12 +407,12 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
 
     def version_chunks(self, tenant: str, version_id: str) -> list[Chunk]:
         rows = self._read(
-            f"SELECT {_CHUNK_COLUMNS}, v.title, v.alias, c.derived_json FROM chunks c "
+            f"SELECT {CHUNK_COLUMNS}, v.title, v.alias, c.derived_json FROM chunks c "
             "JOIN versions v ON v.tenant_id = c.tenant_id AND v.version_id = c.version_id "
             "WHERE c.tenant_id = ? AND c.version_id = ? ORDER BY c.ordinal, c.chunk_id",
             (tenant, version_id))
         rows = self._spans(tenant, rows)
-        return [replace(_row_chunk(r, r[12], r[13]), derived=derived_from_json(
+        return [replace(row_chunk(r, r[12], r[13]), derived=derived_from_json(
                     r[13], title=str(r[11]), alias=str(r[12])))
                 for r in rows]
 
@@ -511,14 +461,14 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             return []
         visible, visible_params = visibility_sql(authz, per_row=True)
         rows = self._read(
-            f"SELECT {_CHUNK_COLUMNS}, v.title, v.alias, n.source_id, n.source_system, c.is_head, "
+            f"SELECT {CHUNK_COLUMNS}, v.title, v.alias, n.source_id, n.source_system, c.is_head, "
             "c.derived_json FROM chunks c JOIN versions v ON v.tenant_id = c.tenant_id "
             "AND v.version_id = c.version_id JOIN nodes n ON n.tenant_id = c.tenant_id "
             f"AND n.node_id = c.node_id WHERE c.tenant_id = ? AND c.chunk_id IN "
             f"({_placeholders(len(ids))}) AND {visible}",
             (authz.tenant, *ids, *visible_params))
         by_id = {str(r[0]): r for r in self._spans(authz.tenant, rows)}
-        return [_chunk_record(authz, by_id[i]) for i in chunk_ids if i in by_id]
+        return [chunk_record(authz, by_id[i]) for i in chunk_ids if i in by_id]
 
     def chunks_with_label(self, tenant: str, chunk_ids: Sequence[str],
                           label: str) -> list[Chunk]:
@@ -526,19 +476,19 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
         if not ids:
             return []
         rows = self._read(
-            f"SELECT {_CHUNK_COLUMNS}, v.title, v.alias, c.derived_json FROM chunks c "
+            f"SELECT {CHUNK_COLUMNS}, v.title, v.alias, c.derived_json FROM chunks c "
             "JOIN versions v ON v.tenant_id = c.tenant_id AND v.version_id = c.version_id "
             "WHERE c.tenant_id = ? AND c.label = ? "
             f"AND c.chunk_id IN ({_placeholders(len(ids))}) "
             "ORDER BY c.chunk_id, c.is_head DESC, v.created_at DESC, c.version_id DESC",
             (tenant, label, *ids))
-        return [replace(_row_chunk(r, r[12], r[13]), derived=derived_from_json(
+        return [replace(row_chunk(r, r[12], r[13]), derived=derived_from_json(
                     r[13], title=str(r[11]), alias=str(r[12])))
                 for r in self._spans(tenant, first_row_per_chunk(rows))]
 
     def _spans(self, tenant: str, rows: Sequence[tuple[object, ...]]
                ) -> list[tuple[object, ...]]:
-        """Chunk rows (``_CHUNK_COLUMNS`` first) with the text of span rows filled in."""
+        """Chunk rows (``CHUNK_COLUMNS`` first) with the text of span rows filled in."""
         return self._texts.fill(self._read, tenant, rows, text=6, version=2, start=4, end=5)
 
     def _chunk_texts(self, tenant: str, rows: Sequence[tuple[object, ...]]
