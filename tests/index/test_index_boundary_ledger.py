@@ -23,7 +23,7 @@ from affidavit.identity.lifecycle import approve_sires
 from affidavit.index.boundary import DEGRADED_BOUNDARY
 from affidavit.ingest import Ingestor
 from affidavit.ledger import replay, verify_chain
-from affidavit.ledger.record import redact_for
+from affidavit.ledger.record import LedgerWriter, redact_for
 from affidavit.query import AskResult, Engine
 from affidavit.records import AuthzContext, SourceDocument
 from affidavit.sources.memory import StaticSource
@@ -169,3 +169,18 @@ def test_the_annotation_ends_with_the_first_run_that_leaves_nothing_out(
     assert record["boundary"]["run_id"] == clean.run_id
     assert record["boundary"]["degraded"] is False and record["boundary"]["annotations"] == []
     assert result.claims and all("annotations" not in c for c in result.claims)
+
+
+def test_a_record_written_before_the_boundary_entry_still_verifies_and_reads(
+        tmp_path: Path) -> None:
+    store, config, _ = degraded_store(tmp_path)
+    older = {"request_id": "req-older", "query": QUESTION, "principal": "user:alice",
+             "role": "operator", "output_state": "REQUIRES_SPEC", "answer": "",
+             "citations": [], "reasons": ["NO_EVIDENCE"], "claims": [],
+             "plausibility": {"available": False, "reason": "no vector backend configured"}}
+    entry = LedgerWriter(store).append(config.tenant, "req-older", older)
+    newer = Engine(store, config).ask("user:alice", QUESTION)
+    assert verify_chain(store.iter_ledger(config.tenant), tenant=config.tenant).ok
+    view = redact_for(entry, reader(store, config, "user:alice"), store)["record"]
+    assert "boundary" not in view and view["plausibility"]["available"] is False
+    assert logged(store, config.tenant, newer)["boundary"]["degraded"] is True
