@@ -8,8 +8,9 @@ plausibility signal for the ledger, not semantic proof: the ledger records wheth
 inside the limit, and nothing is refused for lying outside. Pure numpy, closed form, so the
 same vectors give the same boundary.
 
-A run whose boundary cannot be computed (too few vectors, a singular covariance, vectors
-that are not finite, an embedder that fails) does not promote its chunks (spec 003 §10.1):
+A run whose boundary cannot be computed (too few vectors, a covariance with no spread at
+all, vectors that are not finite, an embedder that fails) does not promote its chunks (spec
+003 §10.1):
 :func:`lock_boundary` raises :class:`BoundaryFailure` with a reason code, and the run keeps
 the previous heads serving (:mod:`affidavit.index.boundary_gate`).
 
