@@ -242,9 +242,11 @@ class Ingestor:
         except BoundaryFailure as failure:
             # No boundary, no promotion (spec 003 §10.1): the previous heads serve again.
             summary.status = "FAILED"
-            if guard is not None:
-                summary.boundary = guard.take_back(summary.run_id, failure)
-            self._finish(summary)
+            try:
+                if guard is not None:
+                    summary.boundary = guard.take_back(summary.run_id, failure)
+            finally:  # a take-back that fails too still leaves the run FAILED, not RUNNING
+                self._finish(summary)
             raise
         except BaseException:
             summary.status = "FAILED"
