@@ -6,7 +6,8 @@ Prints the median over ``--runs`` fresh interpreters of:
 
 * the ``-X importtime`` cumulative time of ``import affidavit.cli`` (and of every import the
   interpreter made, ``site`` included);
-* the wall time of ``affidavit --help``;
+* the wall time of ``affidavit --help`` (and its CPU time, which other load on the
+  machine moves much less);
 * the wall time of ``affidavit search "hotel limit" --as user:sam.reed`` on the example
   corpus, and the ``-X importtime`` total of that command (everything it imported, the
   modules loaded when the command runs included).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -64,14 +66,24 @@ def import_times(stderr: str) -> dict[str, int]:
     return tops
 
 
-def wall(command: list[str], cwd: Path) -> float:
+def timed(command: list[str], cwd: Path) -> tuple[float, float]:
+    """(wall time, CPU time) of one run. CPU time (user + system of the child) barely moves
+    when other processes share the machine; wall time does."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     run(command, cwd)
-    return time.perf_counter() - started
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def medians(runs: list[tuple[float, float]]) -> str:
+    return (f"{median([w for w, _ in runs]):.3f} s "
+            f"(CPU {median([c for _, c in runs]):.3f} s)")
 
 
 def build_example(workdir: Path) -> None:
@@ -101,20 +113,20 @@ def main() -> int:
                                        "import affidavit.cli"], workdir).stderr)
             cli_import.append(report.get("affidavit.cli", 0) / 1e6)
             all_import.append(sum(report.values()) / 1e6)
-        help_wall = [wall(cli("--help"), workdir) for _ in range(runs)]
-        search_wall = [wall(cli(*SEARCH), workdir) for _ in range(runs)]
+        help_runs = [timed(cli("--help"), workdir) for _ in range(runs)]
+        search_runs = [timed(cli(*SEARCH), workdir) for _ in range(runs)]
         search_import = [sum(import_times(run(cli(*SEARCH, importtime=True),
                                               workdir).stderr).values()) / 1e6
                          for _ in range(runs)]
-        baseline = [wall([sys.executable, "-c", "pass"], workdir) for _ in range(runs)]
+        baseline = [timed([sys.executable, "-c", "pass"], workdir) for _ in range(runs)]
 
     print(f"median of {runs} runs ({sys.version.split()[0]}, {os.cpu_count()} CPUs)")
     print(f"  import affidavit.cli (-X importtime):  {median(cli_import):.3f} s "
           f"(every import of the process: {median(all_import):.3f} s)")
-    print(f"  affidavit --help wall time:            {median(help_wall):.3f} s")
-    print(f"  affidavit search wall time:            {median(search_wall):.3f} s "
-          f"(imports {median(search_import):.3f} s)")
-    print(f"  bare interpreter (python -c pass):     {median(baseline):.3f} s")
+    print(f"  affidavit --help wall time:            {medians(help_runs)}")
+    print(f"  affidavit search wall time:            {medians(search_runs)}; "
+          f"-X importtime total {median(search_import):.3f} s")
+    print(f"  bare interpreter (python -c pass):     {medians(baseline)}")
     return 0
 
 
