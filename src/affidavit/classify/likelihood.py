@@ -108,7 +108,7 @@ def judge(provider: GuardedProvider, policy: SensitivityPolicy, texts: Sequence[
           template: str = "") -> list[str | None]:
     """One answer per text: the raising label the model finds likeliest, or None.
 
-    Labels are the outer loop so that consecutive calls share a prompt (the local provider
+    Prompts are the outer loop so that consecutive calls share one (the local provider
     evaluates a prompt once and scores each text after it)."""
     prompts = label_prompts(policy, template)
     split = [pieces(text) for text in texts]
