@@ -61,6 +61,8 @@ from affidavit.store.sqlite_texts import (
 from affidavit.store.sqlite_vectors import VectorTables, visibility_sql
 from affidavit.store.views import first_row_per_chunk
 
+READ_CACHE_KIB = 65_536
+
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
@@ -90,6 +92,9 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             # before the call returns. Ingest batches have their own, NORMAL, connection.
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA busy_timeout=10000")
+            # Lexical search reads one chunk row per posting, across the whole table: with
+            # the default 2 MiB page cache most of those reads went back to the file.
+            self._conn.execute(f"PRAGMA cache_size=-{READ_CACHE_KIB}")
             # For migration 17, which deflates stored blobs and blanks chunk texts that are
             # spans of their blob's text.
             self._conn.create_function("affidavit_deflate", 1, deflate, deterministic=True)
