@@ -7,78 +7,48 @@ around it. No answer leaves :meth:`Engine.ask` unless its ledger record was pers
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from affidavit.answer import (
-    ExtractiveProvider,
-    GateDecision,
-    GuardedProvider,
-    LLMProvider,
-    ProviderRequest,
-    ProviderResponse,
-    compile_prompt,
-    decide,
-    evaluate_layers,
-    evidence_from_chunk,
-    extract_claims,
-    governed_refusal,
-    load_template,
-    strip_fabricated,
-    strip_think_blocks,
-    verify_claims,
-)
-from affidavit.answer.gate import shown_answer
-from affidavit.answer.layers import provider_tier
-from affidavit.answer.relevance import evidence_texts, question_coverage
 from affidavit.authz import Authorizer, FailClosedAuthorizer, StoreAuthorizer
-from affidavit.classify.derived import model_labels, restricted_derived
-from affidavit.config import RESTRICTED, Settings
-from affidavit.errors import AuthorizationError, ProviderError, RestrictedContentError
-from affidavit.identity import sire_shown_to
-from affidavit.identity.sire_labels import withhold_subjects
+from affidavit.config import Settings
+from affidavit.errors import AuthorizationError
 from affidavit.index.epochs import serving_epoch, serving_state
-from affidavit.index.serving import DEGRADED_BOUNDARY, boundary_entry
-from affidavit.ledger.record import LedgerWriter
 from affidavit.records import AuthzContext, ScoredChunk, canonical_json, stable_hash
-from affidavit.references.citations import NO_CITATIONS, CitationDrafts, citation_drafts
-from affidavit.references.model import Reference
-from affidavit.retrieval import (
-    HybridHit,
-    HybridRetriever,
-    ProviderListwiseJudge,
-    rerank,
-    restricted_exit,
-    sire_gate,
-)
-from affidavit.retrieval.compliance import EvidenceSubject, score_query
-from affidavit.retrieval.egress import ModelEgress
-from affidavit.retrieval.reference_expansion import expand_hits
-from affidavit.retrieval.scope import check_scope
+from affidavit.retrieval import HybridHit, HybridRetriever
 from affidavit.store import SQLiteStore
 from affidavit.store.base import TAKE_OVER, Store
+from affidavit.telemetry import configure as configure_telemetry
 from affidavit.telemetry import (
-    AttributeValue,
-    add_evaluation,
     count_answer,
     id_hash,
-    stage,
     traced,
 )
-from affidavit.telemetry import configure as configure_telemetry
 
 if TYPE_CHECKING:
-    import numpy.typing as npt
 
-    from affidavit.answer import FaqMatch
+    from affidavit.answer import (
+        FaqMatch,
+        GuardedProvider,
+        LLMProvider,
+        ProviderRequest,
+        ProviderResponse,
+    )
+    from affidavit.answer.template import PromptTemplate
     from affidavit.index.boundary import Boundary
+    from affidavit.ledger.record import LedgerWriter
+    from affidavit.references.citations import CitationDrafts
+    from affidavit.references.model import Reference
+    from affidavit.retrieval.egress import ModelEgress
 
-# What only an answer, a model provider or the vector channel needs (numpy, the HTTP
-# client, YAML, the entailment layer) is imported where it is used, so that a search on
-# the default lexical index does not load it (tests/project/test_startup_search_imports.py).
+# What only an answer, a model provider or the vector channel needs (the answering
+# machinery, numpy, the HTTP client, YAML, the entailment layer, the ledger writer) is
+# imported where it is used, so that a search on the default lexical index does not load
+# it (tests/project/test_startup_search_imports.py).
 
 
 @dataclass(frozen=True)
@@ -148,6 +118,8 @@ def _default_provider(settings: Settings) -> LLMProvider:
         from affidavit.answer.local import LocalProvider
 
         return LocalProvider(settings.local, settings.provider)
+    from affidavit.answer import ExtractiveProvider
+
     return ExtractiveProvider(max_sentences=settings.answer.max_answer_sentences)
 
 
@@ -189,7 +161,11 @@ class Engine:
         # Whatever authorizer is given, any failure of it closes the request.
         self.authorizer: Authorizer = FailClosedAuthorizer(
             authorizer or StoreAuthorizer(store, settings))
-        self.provider: LLMProvider = provider or _default_provider(settings)
+        if provider is not None:
+            self.provider = provider
+        elif settings.answer.provider in ("openai", "local"):
+            # A model provider is built now, so that a misconfigured one fails at start.
+            self.provider = _default_provider(settings)
         self.faq = None
         if settings.answer.faq_file:
             from affidavit.answer.faq import FaqCache
@@ -203,13 +179,33 @@ class Engine:
             memory = MemoryIndex(SQLiteSnapshotSource(store), store)
         self.retriever = HybridRetriever.from_settings(store, settings, memory=memory)
         self._boundary_cache: tuple[int, Boundary | None] | None = None
-        self.template = load_template(settings.answer.template)
-        self.ledger = LedgerWriter(store)
         # The epochs in force for this engine: a chunk derived under another policy,
         # schema, resolver or classifier prompt is not served (index.epochs.serving_epoch),
         # and only declared labels' text is sent to a model.
         self.label_epoch = serving_epoch(settings, self.tenant)
-        self.egress = ModelEgress.from_settings(settings)
+
+    # What only answering needs is made on first use (see the note on imports above).
+    @functools.cached_property
+    def provider(self) -> LLMProvider:
+        return _default_provider(self.settings)
+
+    @functools.cached_property
+    def template(self) -> PromptTemplate:
+        from affidavit.answer import load_template
+
+        return load_template(self.settings.answer.template)
+
+    @functools.cached_property
+    def ledger(self) -> LedgerWriter:
+        from affidavit.ledger.record import LedgerWriter
+
+        return LedgerWriter(self.store)
+
+    @functools.cached_property
+    def egress(self) -> ModelEgress:
+        from affidavit.retrieval.egress import ModelEgress
+
+        return ModelEgress.from_settings(self.settings)
 
     # ------------------------------------------------------------------ search
     @traced("query.authz_context", lambda c: {
@@ -235,6 +231,8 @@ class Engine:
         hits = self.retriever.search(authz, query, limit=limit)
         via: dict[str, Reference] = {}
         if reference_depth > 0:
+            from affidavit.retrieval.reference_expansion import expand_hits
+
             hits, _, via = expand_hits(self.store, self.retriever, authz, query, hits,
                                        depth=reference_depth, limit=limit)
         active = self.store.active_sire_versions(self.tenant,
@@ -263,6 +261,9 @@ class Engine:
         ``request_id`` lets a caller name the request before it ends (the service answers a
         timed-out client with it); ``stream_to`` receives the draft while it is generated.
         """
+        from affidavit.index.serving import boundary_entry
+        from affidavit.retrieval.scope import check_scope
+
         trace = _Trace(request_id=request_id or new_request_id(), question=question,
                        principal=principal or "", role=role or self.settings.answer.role,
                        stream_to=stream_to)
@@ -292,6 +293,8 @@ class Engine:
         trace.record["epochs"] = serving_state(self.store, self.tenant, self.label_epoch,
                                                backend.model_id if backend else None)
         if reference_depth > 0:
+            from affidavit.retrieval.reference_expansion import expand_hits
+
             candidates, expansion, _ = expand_hits(
                 self.store, self.retriever, authz, question, candidates,
                 depth=reference_depth, limit=self.settings.retrieval.candidates)
@@ -301,161 +304,25 @@ class Engine:
             for c in candidates]
         return self._answer(trace, candidates)
 
+    # ------------------------------------------------------------------ answering
+    # The answering half lives in :mod:`affidavit.answering`, imported on the first ask.
     def _answer(self, trace: _Trace, candidates: Sequence[ScoredChunk]) -> AskResult:
-        active = self.store.active_sire(self.tenant, [c.chunk.version_id for c in candidates])
-        sire = sire_gate(candidates, active)
-        # Undeclared labels never go on toward a model; RESTRICTED keeps its two exits.
-        egress = self.egress.gate(sire.kept)
-        trace.record["egress"] = {**self.egress.to_dict(), "gate": egress.to_dict()}
-        ranked = list(egress.kept)
-        if self.settings.retrieval.rerank:
-            # Rerank exit: RESTRICTED candidates hold their fused place and are never sent.
-            judge = ProviderListwiseJudge(GuardedProvider(self.provider,
-                                                          self.egress.guard(candidates)))
-            result = rerank(trace.question, ranked, judge,
-                            top_n=self.settings.retrieval.rerank_top_n)
-            trace.record["rerank"] = result.to_dict()
-            ranked = list(result.ordered)
-        context = restricted_exit(ranked, limit=self.settings.answer.max_evidence)
-        trace.record["plausibility"] = self._plausibility(trace.question, context.kept,
-                                                          trace.record.get("boundary"))
-        trace.record["gates"] = [sire.to_dict(), context.to_dict()]
-        # SIRE terms are derived text: the record keeps only those the asker may see.
-        granted = frozenset(trace.record["authz"]["granted_labels"])
-        trace.record["sire"] = {
-            r.version_id: {"sire_id": r.sire_id, **sire_shown_to(r.sire, granted).to_dict()}
-            for r in sorted(active.values(), key=lambda r: r.version_id)}
-        sire_of = {r.version_id: r.sire for r in active.values()}
-        kept = [EvidenceSubject(c.chunk.chunk_id, sire_of[c.chunk.version_id].subject,
-                                sire_of[c.chunk.version_id].relevant, c.score)
-                for c in context.kept]
-        # Subjects are derived text: the record names only those the asker may see.
-        trace.record["compliance"] = withhold_subjects(
-            score_query(trace.question, kept, sire_of.values()).to_dict(),
-            sire_of.values(), granted)
-        # The model reads titles, locators and headings as a reader without RESTRICTED.
-        for_model = model_labels(frozenset(trace.record["authz"]["granted_labels"]),
-                                 self.egress.answer_labels)
-        evidence = [evidence_from_chunk(c, for_model) for c in context.kept]
-        prompt = compile_prompt(trace.question, evidence, role=trace.role,
-                                template=self.template)
-        trace.record["prompt"] = {"template_version": prompt.template_version,
-                                  "prompt_hash": prompt.prompt_hash, "text": prompt.text,
-                                  "zones": [list(z) for z in prompt.zones]}
-        restricted = [c.chunk.text for c in candidates if c.chunk.label.upper() == RESTRICTED]
-        restricted += [text for c in candidates for text in restricted_derived(c.chunk)]
-        guarded = GuardedProvider(self.provider, self.egress.guard(candidates, also=restricted))
-        trace.record["provider"] = {"name": self.provider.name, "model_id": self.provider.model_id,
-                                    **_model_facts(self.provider)}
-        # Spec 003 tiers: how deep the model-side proof can go (L4 only in process).
-        trace.record["tier"] = provider_tier(self.provider)
-        if not evidence:
-            return self._refuse(trace, "NO_EVIDENCE")
-        trace.record["evidence"] = [item.to_dict() for item in prompt.evidence]
-        request = ProviderRequest(prompt=prompt,
-                                  max_sentences=self.settings.answer.max_answer_sentences)
-        try:
-            response = _generate(guarded, request, trace.stream_to)
-            return self._verify_and_emit(trace, request, response, guarded, context.kept)
-        except RestrictedContentError as exc:
-            return self._refuse(trace, f"RESTRICTED_GUARD: {exc}")
-        except ProviderError as exc:
-            return self._refuse(trace, f"PROVIDER_FAILED: {exc}")
+        from affidavit.answering import answer
 
-    @traced("query.verify", lambda r: {"affidavit.output_state": r.output_state,
-                                        "affidavit.claims": len(r.claims)})
+        return answer(self, trace, candidates)
+
     def _verify_and_emit(self, trace: _Trace, request: ProviderRequest,
                          response: ProviderResponse, guarded: GuardedProvider,
                          shown: Sequence[ScoredChunk]) -> AskResult:
-        evidence = request.prompt.evidence
-        trace.record["raw_response"] = response.text
-        by_src = {e.src: e for e in evidence}
-        answer, stripped = strip_fabricated(strip_think_blocks(response.text), by_src.keys())
-        claims = extract_claims(answer)
-        # Model-side layers (L1, contrastive, L3) where the provider offers them; each is
-        # recorded as evaluated or unavailable, and the ledger keeps what the tier allowed.
-        inputs = evaluate_layers(guarded, request, response, answer, claims,
-                                 self.settings.provider, role=trace.role)
-        # The trained entailment layer runs in process on the evidence already shown to the
-        # model (no call leaves the process); unavailable without the minilm extra.
-        from affidavit.answer.nli import nli_input
+        from affidavit.answering import verify_and_emit
 
-        inputs = (*inputs, nli_input(claims, by_src))
-        trace.record["layer_inputs"] = [layer.to_dict() for layer in inputs]
-        trace.record["layers_available"] = {layer.name: not layer.unavailable for layer in inputs}
-        verdicts = verify_claims(claims, by_src, threshold=self.settings.answer.support_threshold,
-                                 layer_inputs=inputs)
-        for verdict in verdicts:
-            add_evaluation("claim_support", verdict.status, verdict.support)
-        relevance = question_coverage(request.prompt.question, evidence_texts(evidence),
-                                      compliance=trace.record.get("compliance"))
-        trace.record["relevance"] = relevance.to_dict()
-        decision = decide(verdicts, role=trace.role, evidence_count=len(evidence),
-                          stripped_citations=stripped, relevance=relevance)
-        claim_dicts = [{
-            "index": v.claim.index, "text": v.claim.text, "start": v.claim.start,
-            "end": v.claim.end, "status": v.status, "support": v.support,
-            "contradicted": v.contradicted, "citations": list(v.claim.citations),
-            "atoms": [{"kind": a.kind, "text": a.text, "value": a.value} for a in v.claim.atoms],
-            "reasons": list(v.reasons),
-            "layers": {name: {"available": layer.available, "score": layer.score,
-                              "detail": layer.detail} for name, layer in sorted(v.layers.items())},
-            **_claim_annotations(trace.record),
-        } for v in verdicts]
-        cited = sorted({src for v in verdicts for src in v.claim.citations if src in by_src})
-        # Citations go to the caller: its own view of each title and locator.
-        caller_view = {c.chunk.chunk_id: c for c in shown}
-        citations = [{"src": src, "doc_id": by_src[src].node_id,
-                      "chunk_id": by_src[src].chunk_id,
-                      "title": caller_view[by_src[src].chunk_id].title,
-                      "locator": caller_view[by_src[src].chunk_id].chunk.locator}
-                     for src in cited]
-        blocked = decision.output_state == "BLOCKED"
-        if not blocked:
-            trace.citations = citation_drafts(
-                [(v.claim.index, v.claim.text, v.claim.citations) for v in verdicts],
-                {src: e.chunk_id for src, e in by_src.items()}, shown, trace.principal)
-        final = shown_answer(decision, answer, len(claims))
-        trace.record.update({"stripped_citations": list(stripped), "claims": claim_dicts,
-                             "gate_reasons": list(decision.reasons)})
-        return self._emit(trace, decision.output_state, final,
-                          [] if blocked else claim_dicts, [] if blocked else citations,
-                          list(decision.reasons))
+        return verify_and_emit(self, trace, request, response, guarded, shown)
 
     def _plausibility(self, question: str, evidence: Sequence[ScoredChunk],
                       serving: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Mahalanobis distance of the query and evidence to the corpus boundary (a
-        plausibility signal for reviewers, never a gate); unavailable without vectors."""
-        backend = self.retriever.backend
-        if backend is None:
-            return {"available": False, "reason": "no vector backend configured"}
-        import numpy as np
+        from affidavit.answering import plausibility
 
-        from affidavit.index.boundary import BOUNDARY_VERSION, corpus_boundary, plausibility
-        from affidavit.index.embed import embed_query
-
-        generation = self.store.corpus_generation(self.tenant)
-        cached = self._boundary_cache
-        if cached is None or cached[0] != generation:
-            cached = (generation, corpus_boundary(self.store, self.tenant, backend.model_id))
-            self._boundary_cache = cached
-        boundary = cached[1]
-        if boundary is None:
-            return {"available": False, "reason": "fewer than two chunk vectors"}
-        ids, blobs = self.store.head_vectors(self.tenant, backend.model_id)
-        wanted = {c.chunk.chunk_id for c in evidence}
-        vectors: dict[str, npt.NDArray[np.float32] | None] = dict.fromkeys(wanted)
-        vectors.update({cid: np.frombuffer(blob, dtype=np.float32)
-                        for cid, blob in zip(ids, blobs, strict=True) if cid in wanted})
-        query = embed_query(backend, question)
-        digest = boundary.digest()
-        return {"available": True, "model_id": backend.model_id, "digest": digest,
-                "version": BOUNDARY_VERSION,
-                # The served vectors are the ones the serving run locked unless a change
-                # since (a requalification, say) moved them: then the digests differ.
-                "matches_serving_run": digest == (serving or {}).get("digest"),
-                **plausibility(boundary, query, vectors,
-                               confidence=self.settings.vectors.boundary_confidence)}
+        return plausibility(self, question, evidence, serving)
 
     def _faq_match(self, authz: AuthzContext, question: str) -> FaqMatch | None:
         if self.faq is None:
@@ -484,40 +351,24 @@ class Engine:
         return self._emit(trace, state, match.entry.answer, [], [], ["FAQ_SHORT_CIRCUIT"])
 
     def _refuse(self, trace: _Trace, reason: str) -> AskResult:
+        from affidavit.answer import GateDecision, governed_refusal
+
         state = "REQUIRES_SPEC" if reason == "NO_EVIDENCE" else "BLOCKED"
         decision = GateDecision(output_state=state, reasons=(reason,))
         return self._emit(trace, state, governed_refusal(decision), [], [], [reason])
 
     def _emit(self, trace: _Trace, state: str, answer: str, claims: list[dict[str, Any]],
               citations: list[dict[str, Any]], reasons: list[str]) -> AskResult:
+        from affidavit.references.citations import NO_CITATIONS
+
         trace.record.update({"output_state": state, "answer": answer, "citations": citations,
                              "reasons": reasons})
         entry = self.ledger.append(self.tenant, trace.request_id, trace.record,
-                                   citations=trace.citations)
+                                   citations=NO_CITATIONS if trace.citations is None
+                                   else trace.citations)
         count_answer(state)
         return AskResult(trace.request_id, state, answer, claims, citations, reasons,
                          entry.record_id, entry.record_hash)
-
-
-def _model_facts(provider: LLMProvider) -> dict[str, Any]:
-    """What a provider that runs its model in process says about it (file, size, seed,
-    threads), for the ledger; nothing when it says nothing or its model cannot be found
-    (the generation that follows fails and says why)."""
-    from affidavit.answer.local import LocalProvider
-
-    if not isinstance(provider, LocalProvider):
-        return {}
-    try:
-        return provider.describe()
-    except ProviderError:
-        return {}
-
-
-def _claim_annotations(record: dict[str, Any]) -> dict[str, list[str]]:
-    """``DEGRADED_BOUNDARY`` on every claim answered from a degraded run (spec 003 §10.2):
-    provenance, not a verdict. The documents it names stay in the ledger record."""
-    boundary = record.get("boundary") or {}
-    return {"annotations": [DEGRADED_BOUNDARY]} if boundary.get("degraded") else {}
 
 
 def _via(reference: Reference | None) -> dict[str, str] | None:
@@ -529,30 +380,6 @@ def new_request_id() -> str:
     return "req-" + uuid.uuid4().hex[:20]
 
 
-def _generate(guarded: GuardedProvider, request: ProviderRequest,
-              sink: TokenSink | None) -> ProviderResponse:
-    """The provider's response; streamed through ``sink`` when one listens."""
-    # The GenAI semantic conventions' "chat {model}" span, inside the stage's own.
-    chat: dict[str, AttributeValue] = {
-        "gen_ai.operation.name": "chat", "gen_ai.provider.name": guarded.name,
-        "gen_ai.request.model": guarded.model_id,
-        "affidavit.evidence": len(request.prompt.evidence)}
-    with stage("query.synthesize"), stage(f"chat {guarded.model_id}", chat) as span:
-        if sink is None:
-            response = guarded.generate(request)
-        else:
-            deltas: list[str] = []
-            for delta in guarded.stream(request):
-                deltas.append(delta)
-                sink.token(delta)
-            sink.generated()
-            # Streamed deltas are already think-free; no log-probabilities come with them.
-            response = ProviderResponse(text="".join(deltas), model_id=guarded.model_id)
-        span.set_attributes({"gen_ai.response.model": response.model_id,
-                             "gen_ai.response.finish_reasons": (response.finish_reason,)})
-        return response
-
-
 @dataclass
 class _Trace:
     request_id: str
@@ -561,7 +388,8 @@ class _Trace:
     role: str
     stream_to: TokenSink | None = None
     record: dict[str, Any] = field(default_factory=dict)
-    citations: CitationDrafts = NO_CITATIONS
+    # No citation drafts until the answer has some (the ledger writes what it is given).
+    citations: CitationDrafts | None = None
 
     def __post_init__(self) -> None:
         self.record.update({"request_id": self.request_id, "query": self.question,

@@ -188,3 +188,20 @@ def test_every_cjk_character_is_a_unigram(text: str) -> None:
     for ch in text:
         if ch in "数据報告":
             assert ch in tokens
+
+
+def test_the_written_mark_table_is_what_unicodedata_says_for_its_version() -> None:
+    """The tokenizer reads combining marks from a written table when the running Python has
+    its Unicode version; the table must be exactly what scanning gives, or words with marks
+    would be cut differently from a Python that scans."""
+    import unicodedata
+
+    from affidavit.index import unicode_marks
+    from affidavit.index.tokenize import mark_ranges, scan_mark_ranges
+
+    if unicodedata.unidata_version != unicode_marks.UNICODE_VERSION:
+        pytest.skip(f"table is for Unicode {unicode_marks.UNICODE_VERSION}")
+    assert list(unicode_marks.MARK_RANGES) == scan_mark_ranges(0, 0x110000)
+    for first, stop in ((0, 0x10000), (0x10000, 0x20000), (0xE0000, 0xE1000), (0x300, 0x301),
+                        (0x301, 0x36F), (0x41, 0x42)):
+        assert mark_ranges(first, stop) == scan_mark_ranges(first, stop), (first, stop)

@@ -16,7 +16,13 @@ NOT_FOR_SEARCH = (*HEAVY, "affidavit.ingest", "affidavit.extract", "affidavit.so
                   "affidavit.canary", "affidavit.service.app", "affidavit.answer.openai",
                   "affidavit.answer.local", "affidavit.answer.nli", "affidavit.answer.faq",
                   "affidavit.index.memory", "affidavit.index.embed", "affidavit.index.vectors",
-                  "affidavit.index.boundary")
+                  "affidavit.index.boundary",
+                  # The answering half: prompt compiling, claims, verification, the ledger
+                  # writer, SIRE proposing and term matching, the model classifier.
+                  "affidavit.answering", "affidavit.answer.compiler", "affidavit.answer.atoms",
+                  "affidavit.answer.verify", "affidavit.answer.guard", "affidavit.ledger.record",
+                  "affidavit.identity.sire", "affidavit.identity.terms",
+                  "affidavit.classify.model")
 
 
 def test_search_on_the_lexical_default_loads_no_heavy_library(tmp_path: Path) -> None:

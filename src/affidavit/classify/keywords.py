@@ -55,24 +55,37 @@ def keyword_pattern(keyword: str) -> re.Pattern[str] | None:
 
 
 class KeywordSet:
-    """A fixed list of keywords, compiled once; reports which ones occur in a text."""
+    """A fixed list of keywords, compiled on first use; reports which ones occur in a text.
 
-    __slots__ = ("_patterns",)
+    Compiling waits for the first match: a policy is also built just to hash its settings
+    (the serving epoch, on every search), and that needs the keywords, not their patterns.
+    """
+
+    __slots__ = ("_compiled", "_keywords")
 
     def __init__(self, keywords: Sequence[str]) -> None:
-        # (keyword as configured, pattern over the text as written, pattern over the
-        # normalised text); a keyword made only of markup has no normalised pattern.
-        patterns: list[tuple[str, re.Pattern[str] | None, re.Pattern[str] | None]] = []
-        for keyword in keywords:
-            as_written = keyword_pattern(keyword)
-            normalised = keyword_pattern(normalize_for_matching(keyword))
-            if as_written is not None or normalised is not None:
-                patterns.append((keyword, as_written, normalised))
-        self._patterns = tuple(patterns)
+        # A keyword that is blank as written and once normalised (only markup, say) has no
+        # pattern at all and is left out, as it always was.
+        self._keywords = tuple(k for k in keywords
+                               if k.split() or normalize_for_matching(k).split())
+        self._compiled: tuple[tuple[str, re.Pattern[str] | None,
+                                    re.Pattern[str] | None], ...] | None = None
+
+    @property
+    def _patterns(self) -> tuple[tuple[str, re.Pattern[str] | None,
+                                       re.Pattern[str] | None], ...]:
+        """(keyword as configured, pattern over the text as written, pattern over the
+        normalised text); a keyword made only of markup has no normalised pattern."""
+        if self._compiled is None:
+            self._compiled = tuple(
+                (keyword, keyword_pattern(keyword),
+                 keyword_pattern(normalize_for_matching(keyword)))
+                for keyword in self._keywords)
+        return self._compiled
 
     @property
     def keywords(self) -> tuple[str, ...]:
-        return tuple(keyword for keyword, _, _ in self._patterns)
+        return self._keywords
 
     def found_in(self, text: str, *, normalized: str | None = None) -> list[str]:
         """The keywords (as configured) that occur in ``text``, in configured order.

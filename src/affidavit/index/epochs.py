@@ -29,7 +29,6 @@ from typing import Any
 
 from affidavit.audit.events import EPOCHS_RECORDED, record_policy_event
 from affidavit.classify.epoch import label_epoch
-from affidavit.classify.model import classifier_identity
 from affidavit.classify.policy import SensitivityPolicy
 from affidavit.config import Settings
 from affidavit.index.tokenize import Tokenizer
@@ -73,6 +72,16 @@ class Epochs:
         return changed
 
 
+
+def _classifier_identity(settings: Settings, policy: SensitivityPolicy) -> tuple[str, str]:
+    """The model classifier's (model id, prompt hash); its module, and the answering code
+    it builds on, load only when a classifier is configured (a search computes this)."""
+    if not settings.sensitivity.model.enabled:
+        return "none", "none"
+    from affidavit.classify.model import classifier_identity
+
+    return classifier_identity(settings.sensitivity.model, policy)
+
 def current_epochs(settings: Settings, tenant: str | None = None) -> Epochs:
     """The epochs ``settings`` put in force for ``tenant``."""
     from affidavit.index.vectors import make_backend
@@ -80,7 +89,7 @@ def current_epochs(settings: Settings, tenant: str | None = None) -> Epochs:
     lex = settings.lexical
     tokenizer = Tokenizer(lex.language, lex.stem, lex.stop_words)
     policy = SensitivityPolicy.from_settings(settings.sensitivity)
-    model_id, prompt_hash = classifier_identity(settings.sensitivity.model, policy)
+    model_id, prompt_hash = _classifier_identity(settings, policy)
     backend = make_backend(settings.vectors)
     return Epochs(
         policy=policy_epoch(settings, tokenizer, tenant or settings.tenant),
@@ -112,7 +121,7 @@ def serving_epoch(settings: Settings, tenant: str | None = None) -> str:
     lex = settings.lexical
     tokenizer = Tokenizer(lex.language, lex.stem, lex.stop_words)
     policy = SensitivityPolicy.from_settings(settings.sensitivity)
-    model_id, prompt_hash = classifier_identity(settings.sensitivity.model, policy)
+    model_id, prompt_hash = _classifier_identity(settings, policy)
     return stable_hash("serving-epoch", policy_epoch(settings, tokenizer, tenant or
                                                      settings.tenant),
                        str(SCHEMA_VERSION), RESOLVER_VERSION, model_id, prompt_hash)[:16]

@@ -33,6 +33,7 @@ import Stemmer
 
 from affidavit.config import LexicalSettings
 from affidavit.errors import ConfigurationError
+from affidavit.index import unicode_marks
 from affidavit.index.stopwords import expand_stop_words
 from affidavit.records import stable_hash
 
@@ -60,8 +61,9 @@ _CACHE_SIZE = 1 << 17
 _DIGIT = re.compile(r"\d")
 
 
-def _mark_ranges(first: int, stop: int) -> str:
-    """Character-class body of the combining marks (Mn, Mc, Me) in ``[first, stop)``."""
+def scan_mark_ranges(first: int, stop: int) -> list[tuple[int, int]]:
+    """Inclusive runs of the combining marks (Mn, Mc, Me) in ``[first, stop)``, found by
+    asking ``unicodedata`` about every code point."""
     ranges: list[tuple[int, int]] = []
     for code in range(first, stop):
         if unicodedata.category(chr(code))[0] != "M":
@@ -70,9 +72,23 @@ def _mark_ranges(first: int, stop: int) -> str:
             ranges[-1] = (ranges[-1][0], code)
         else:
             ranges.append((code, code))
+    return ranges
+
+
+def mark_ranges(first: int, stop: int) -> list[tuple[int, int]]:
+    """The runs of :func:`scan_mark_ranges`, from the written table of this Unicode version
+    when the running Python has it (the same runs, cut to the span), else scanned."""
+    if unicodedata.unidata_version != unicode_marks.UNICODE_VERSION:
+        return scan_mark_ranges(first, stop)
+    return [(max(lo, first), min(hi, stop - 1))
+            for lo, hi in unicode_marks.MARK_RANGES if lo < stop and hi >= first]
+
+
+def _mark_ranges(first: int, stop: int) -> str:
+    """Character-class body of the combining marks (Mn, Mc, Me) in ``[first, stop)``."""
     return "".join(
         re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}"
-        for lo, hi in ranges
+        for lo, hi in mark_ranges(first, stop)
     )
 
 

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from affidavit.config import RESTRICTED
-from affidavit.identity import exclusion_hits
 from affidavit.records import ScoredChunk
 from affidavit.store.base import SireRecord
 
@@ -42,6 +41,9 @@ class GateResult:
 def sire_gate(candidates: Sequence[ScoredChunk],
               active: Mapping[str, SireRecord]) -> GateResult:
     """Keep chunks whose source has an ACTIVE SIRE and no own Excluded term in the text."""
+    # Term matching compiles its patterns on import; only answering needs it.
+    from affidavit.identity.terms import exclusion_hits
+
     kept: list[ScoredChunk] = []
     dropped: list[GateDrop] = []
     for candidate in candidates:

@@ -18,17 +18,21 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 # Submodules, not the package: answer's own modules may import retrieval.scope.
-from affidavit.answer.compiler import CompiledPrompt
-from affidavit.answer.guard import GuardedProvider, RestrictedGuard
-from affidavit.answer.providers import LLMProvider, ProviderRequest, strip_think_blocks
-from affidavit.answer.template import load_template
 from affidavit.errors import GovernanceError, ProviderError
 from affidavit.records import Chunk, sha256_hex, stable_hash
 from affidavit.retrieval.gates import is_restricted
 from affidavit.telemetry import traced
+
+if TYPE_CHECKING:
+    from affidavit.answer.compiler import CompiledPrompt
+    from affidavit.answer.guard import GuardedProvider
+    from affidavit.answer.providers import LLMProvider
+
+# The answering machinery is imported where a judge uses it: the package ``retrieval``
+# imports this module, and a search must not load what only answers need.
 
 DEFAULT_TOP_N = 10
 MAX_PASSAGE_CHARS = 1200
@@ -107,6 +111,8 @@ def parse_ranking(text: str, n_candidates: int) -> list[int] | None:
     counts. Out-of-range and repeated identifiers are ignored; candidates not named follow
     in their given order.
     """
+    from affidavit.answer.providers import strip_think_blocks
+
     body = strip_think_blocks(text)
     found = _BRACKETED.findall(body)
     if not found and _BARE_LIST.match(body):
@@ -187,6 +193,8 @@ class ProviderListwiseJudge:
     """A :class:`ListwiseJudge` backed by an LLM provider, called only through the guard."""
 
     def __init__(self, provider: GuardedProvider) -> None:
+        from affidavit.answer.guard import GuardedProvider
+
         if not isinstance(provider, GuardedProvider):
             raise GovernanceError("the rerank judge needs a GuardedProvider")
         self.provider = provider
@@ -196,10 +204,14 @@ class ProviderListwiseJudge:
                 candidates: Sequence[RerankCandidate]) -> ProviderListwiseJudge:
         """A judge whose guard knows the RESTRICTED texts among ``candidates``."""
         restricted = [c.chunk.text for c in candidates if is_restricted(c.chunk.label)]
+        from affidavit.answer.guard import GuardedProvider, RestrictedGuard
+
         return cls(GuardedProvider(provider, RestrictedGuard(restricted)))
 
     def judge(self, query: str, candidates: Sequence[str]) -> list[int]:
         """One provider call; a malformed answer raises :class:`ProviderError`."""
+        from affidavit.answer.providers import ProviderRequest
+
         response = self.provider.generate(ProviderRequest(prompt=listwise_request(query,
                                                                                   candidates)))
         order = parse_ranking(response.text, len(candidates))
@@ -242,6 +254,9 @@ def _answer_from_order(logged: Mapping[str, Any]) -> list[Any]:
 
 def listwise_request(query: str, candidates: Sequence[str]) -> CompiledPrompt:
     """The rerank prompt in the shape providers take (no evidence blocks, no zones)."""
+    from affidavit.answer.compiler import CompiledPrompt
+    from affidavit.answer.template import load_template
+
     user = build_listwise_prompt(query, candidates)
     text = f"{LISTWISE_SYSTEM}\n\n{user}"
     return CompiledPrompt(

@@ -1,0 +1,254 @@
+"""The answering half of :class:`affidavit.query.Engine`: from governed candidates to a
+verified, ledgered answer.
+
+Split from ``query`` so that a search, which needs none of it, does not import the
+answering machinery: the engine imports this module on its first ``ask``. The engine's
+``_answer``, ``_verify_and_emit`` and ``_plausibility`` call these functions, so the engine
+stays the one front door and a subclass may still wrap them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from affidavit.answer import (
+    GuardedProvider,
+    LLMProvider,
+    ProviderRequest,
+    ProviderResponse,
+    compile_prompt,
+    decide,
+    evaluate_layers,
+    extract_claims,
+    strip_fabricated,
+    strip_think_blocks,
+    verify_claims,
+)
+from affidavit.answer import evidence_from_chunk as evidence_from
+from affidavit.answer.gate import shown_answer
+from affidavit.answer.layers import provider_tier
+from affidavit.answer.relevance import evidence_texts, question_coverage
+from affidavit.classify.derived import model_labels, restricted_derived
+from affidavit.config import RESTRICTED
+from affidavit.errors import ProviderError, RestrictedContentError
+from affidavit.identity import sire_shown_to
+from affidavit.identity.sire_labels import withhold_subjects
+from affidavit.index.serving import DEGRADED_BOUNDARY
+from affidavit.records import ScoredChunk
+from affidavit.references.citations import citation_drafts
+from affidavit.retrieval import ProviderListwiseJudge, rerank, restricted_exit, sire_gate
+from affidavit.retrieval.compliance import EvidenceSubject, score_query
+from affidavit.telemetry import AttributeValue, add_evaluation, stage, traced
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from affidavit.query import AskResult, Engine, TokenSink, _Trace
+
+
+def answer(engine: Engine, trace: _Trace, candidates: Sequence[ScoredChunk]) -> AskResult:
+    active = engine.store.active_sire(engine.tenant, [c.chunk.version_id for c in candidates])
+    sire = sire_gate(candidates, active)
+    # Undeclared labels never go on toward a model; RESTRICTED keeps its two exits.
+    egress = engine.egress.gate(sire.kept)
+    trace.record["egress"] = {**engine.egress.to_dict(), "gate": egress.to_dict()}
+    ranked = list(egress.kept)
+    if engine.settings.retrieval.rerank:
+        # Rerank exit: RESTRICTED candidates hold their fused place and are never sent.
+        judge = ProviderListwiseJudge(GuardedProvider(engine.provider,
+                                                      engine.egress.guard(candidates)))
+        result = rerank(trace.question, ranked, judge,
+                        top_n=engine.settings.retrieval.rerank_top_n)
+        trace.record["rerank"] = result.to_dict()
+        ranked = list(result.ordered)
+    context = restricted_exit(ranked, limit=engine.settings.answer.max_evidence)
+    trace.record["plausibility"] = engine._plausibility(trace.question, context.kept,
+                                                      trace.record.get("boundary"))
+    trace.record["gates"] = [sire.to_dict(), context.to_dict()]
+    # SIRE terms are derived text: the record keeps only those the asker may see.
+    granted = frozenset(trace.record["authz"]["granted_labels"])
+    trace.record["sire"] = {
+        r.version_id: {"sire_id": r.sire_id, **sire_shown_to(r.sire, granted).to_dict()}
+        for r in sorted(active.values(), key=lambda r: r.version_id)}
+    sire_of = {r.version_id: r.sire for r in active.values()}
+    kept = [EvidenceSubject(c.chunk.chunk_id, sire_of[c.chunk.version_id].subject,
+                            sire_of[c.chunk.version_id].relevant, c.score)
+            for c in context.kept]
+    # Subjects are derived text: the record names only those the asker may see.
+    trace.record["compliance"] = withhold_subjects(
+        score_query(trace.question, kept, sire_of.values()).to_dict(),
+        sire_of.values(), granted)
+    # The model reads titles, locators and headings as a reader without RESTRICTED.
+    for_model = model_labels(frozenset(trace.record["authz"]["granted_labels"]),
+                             engine.egress.answer_labels)
+    evidence = [evidence_from(c, for_model) for c in context.kept]
+    prompt = compile_prompt(trace.question, evidence, role=trace.role,
+                            template=engine.template)
+    trace.record["prompt"] = {"template_version": prompt.template_version,
+                              "prompt_hash": prompt.prompt_hash, "text": prompt.text,
+                              "zones": [list(z) for z in prompt.zones]}
+    restricted = [c.chunk.text for c in candidates if c.chunk.label.upper() == RESTRICTED]
+    restricted += [text for c in candidates for text in restricted_derived(c.chunk)]
+    guarded = GuardedProvider(engine.provider, engine.egress.guard(candidates, also=restricted))
+    trace.record["provider"] = {"name": engine.provider.name, "model_id": engine.provider.model_id,
+                                **_model_facts(engine.provider)}
+    # Spec 003 tiers: how deep the model-side proof can go (L4 only in process).
+    trace.record["tier"] = provider_tier(engine.provider)
+    if not evidence:
+        return engine._refuse(trace, "NO_EVIDENCE")
+    trace.record["evidence"] = [item.to_dict() for item in prompt.evidence]
+    request = ProviderRequest(prompt=prompt,
+                              max_sentences=engine.settings.answer.max_answer_sentences)
+    try:
+        response = _generate(guarded, request, trace.stream_to)
+        return engine._verify_and_emit(trace, request, response, guarded, context.kept)
+    except RestrictedContentError as exc:
+        return engine._refuse(trace, f"RESTRICTED_GUARD: {exc}")
+    except ProviderError as exc:
+        return engine._refuse(trace, f"PROVIDER_FAILED: {exc}")
+
+
+@traced("query.verify", lambda r: {"affidavit.output_state": r.output_state,
+                                    "affidavit.claims": len(r.claims)})
+def verify_and_emit(engine: Engine, trace: _Trace, request: ProviderRequest,
+                    response: ProviderResponse, guarded: GuardedProvider,
+                    shown: Sequence[ScoredChunk]) -> AskResult:
+    evidence = request.prompt.evidence
+    trace.record["raw_response"] = response.text
+    by_src = {e.src: e for e in evidence}
+    answer, stripped = strip_fabricated(strip_think_blocks(response.text), by_src.keys())
+    claims = extract_claims(answer)
+    # Model-side layers (L1, contrastive, L3) where the provider offers them; each is
+    # recorded as evaluated or unavailable, and the ledger keeps what the tier allowed.
+    inputs = evaluate_layers(guarded, request, response, answer, claims,
+                             engine.settings.provider, role=trace.role)
+    # The trained entailment layer runs in process on the evidence already shown to the
+    # model (no call leaves the process); unavailable without the minilm extra.
+    from affidavit.answer.nli import nli_input
+
+    inputs = (*inputs, nli_input(claims, by_src))
+    trace.record["layer_inputs"] = [layer.to_dict() for layer in inputs]
+    trace.record["layers_available"] = {layer.name: not layer.unavailable for layer in inputs}
+    verdicts = verify_claims(claims, by_src, threshold=engine.settings.answer.support_threshold,
+                             layer_inputs=inputs)
+    for verdict in verdicts:
+        add_evaluation("claim_support", verdict.status, verdict.support)
+    relevance = question_coverage(request.prompt.question, evidence_texts(evidence),
+                                  compliance=trace.record.get("compliance"))
+    trace.record["relevance"] = relevance.to_dict()
+    decision = decide(verdicts, role=trace.role, evidence_count=len(evidence),
+                      stripped_citations=stripped, relevance=relevance)
+    claim_dicts = [{
+        "index": v.claim.index, "text": v.claim.text, "start": v.claim.start,
+        "end": v.claim.end, "status": v.status, "support": v.support,
+        "contradicted": v.contradicted, "citations": list(v.claim.citations),
+        "atoms": [{"kind": a.kind, "text": a.text, "value": a.value} for a in v.claim.atoms],
+        "reasons": list(v.reasons),
+        "layers": {name: {"available": layer.available, "score": layer.score,
+                          "detail": layer.detail} for name, layer in sorted(v.layers.items())},
+        **_claim_annotations(trace.record),
+    } for v in verdicts]
+    cited = sorted({src for v in verdicts for src in v.claim.citations if src in by_src})
+    # Citations go to the caller: its own view of each title and locator.
+    caller_view = {c.chunk.chunk_id: c for c in shown}
+    citations = [{"src": src, "doc_id": by_src[src].node_id,
+                  "chunk_id": by_src[src].chunk_id,
+                  "title": caller_view[by_src[src].chunk_id].title,
+                  "locator": caller_view[by_src[src].chunk_id].chunk.locator}
+                 for src in cited]
+    blocked = decision.output_state == "BLOCKED"
+    if not blocked:
+        trace.citations = citation_drafts(
+            [(v.claim.index, v.claim.text, v.claim.citations) for v in verdicts],
+            {src: e.chunk_id for src, e in by_src.items()}, shown, trace.principal)
+    final = shown_answer(decision, answer, len(claims))
+    trace.record.update({"stripped_citations": list(stripped), "claims": claim_dicts,
+                         "gate_reasons": list(decision.reasons)})
+    return engine._emit(trace, decision.output_state, final,
+                        [] if blocked else claim_dicts, [] if blocked else citations,
+                        list(decision.reasons))
+
+
+def plausibility(engine: Engine, question: str, evidence: Sequence[ScoredChunk],
+                 serving: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Mahalanobis distance of the query and evidence to the corpus boundary (a
+    plausibility signal for reviewers, never a gate); unavailable without vectors."""
+    backend = engine.retriever.backend
+    if backend is None:
+        return {"available": False, "reason": "no vector backend configured"}
+    import numpy as np
+
+    from affidavit.index.boundary import BOUNDARY_VERSION, corpus_boundary
+    from affidavit.index.boundary import plausibility as boundary_plausibility
+    from affidavit.index.embed import embed_query
+
+    generation = engine.store.corpus_generation(engine.tenant)
+    cached = engine._boundary_cache
+    if cached is None or cached[0] != generation:
+        cached = (generation, corpus_boundary(engine.store, engine.tenant, backend.model_id))
+        engine._boundary_cache = cached
+    boundary = cached[1]
+    if boundary is None:
+        return {"available": False, "reason": "fewer than two chunk vectors"}
+    ids, blobs = engine.store.head_vectors(engine.tenant, backend.model_id)
+    wanted = {c.chunk.chunk_id for c in evidence}
+    vectors: dict[str, npt.NDArray[np.float32] | None] = dict.fromkeys(wanted)
+    vectors.update({cid: np.frombuffer(blob, dtype=np.float32)
+                    for cid, blob in zip(ids, blobs, strict=True) if cid in wanted})
+    query = embed_query(backend, question)
+    digest = boundary.digest()
+    return {"available": True, "model_id": backend.model_id, "digest": digest,
+            "version": BOUNDARY_VERSION,
+            # The served vectors are the ones the serving run locked unless a change
+            # since (a requalification, say) moved them: then the digests differ.
+            "matches_serving_run": digest == (serving or {}).get("digest"),
+            **boundary_plausibility(boundary, query, vectors,
+                           confidence=engine.settings.vectors.boundary_confidence)}
+
+
+def _model_facts(provider: LLMProvider) -> dict[str, Any]:
+    """What a provider that runs its model in process says about it (file, size, seed,
+    threads), for the ledger; nothing when it says nothing or its model cannot be found
+    (the generation that follows fails and says why)."""
+    from affidavit.answer.local import LocalProvider
+
+    if not isinstance(provider, LocalProvider):
+        return {}
+    try:
+        return provider.describe()
+    except ProviderError:
+        return {}
+
+
+def _claim_annotations(record: dict[str, Any]) -> dict[str, list[str]]:
+    """``DEGRADED_BOUNDARY`` on every claim answered from a degraded run (spec 003 §10.2):
+    provenance, not a verdict. The documents it names stay in the ledger record."""
+    boundary = record.get("boundary") or {}
+    return {"annotations": [DEGRADED_BOUNDARY]} if boundary.get("degraded") else {}
+
+
+def _generate(guarded: GuardedProvider, request: ProviderRequest,
+              sink: TokenSink | None) -> ProviderResponse:
+    """The provider's response; streamed through ``sink`` when one listens."""
+    # The GenAI semantic conventions' "chat {model}" span, inside the stage's own.
+    chat: dict[str, AttributeValue] = {
+        "gen_ai.operation.name": "chat", "gen_ai.provider.name": guarded.name,
+        "gen_ai.request.model": guarded.model_id,
+        "affidavit.evidence": len(request.prompt.evidence)}
+    with stage("query.synthesize"), stage(f"chat {guarded.model_id}", chat) as span:
+        if sink is None:
+            response = guarded.generate(request)
+        else:
+            deltas: list[str] = []
+            for delta in guarded.stream(request):
+                deltas.append(delta)
+                sink.token(delta)
+            sink.generated()
+            # Streamed deltas are already think-free; no log-probabilities come with them.
+            response = ProviderResponse(text="".join(deltas), model_id=guarded.model_id)
+        span.set_attributes({"gen_ai.response.model": response.model_id,
+                             "gen_ai.response.finish_reasons": (response.finish_reason,)})
+        return response
+
+
