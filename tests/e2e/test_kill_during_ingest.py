@@ -33,6 +33,11 @@ def ingest(workdir: Path, corpus: Path, config: Path) -> subprocess.Popen[bytes]
 def assert_consistent(db_path: Path) -> int:
     db = sqlite3.connect(db_path)
     one = lambda sql: db.execute(sql).fetchone()[0]  # noqa: E731
+    if not one("SELECT COUNT(*) FROM sqlite_master WHERE name = 'head_map'"):
+        # Killed before the migrations that create the tables committed (start-up is
+        # fast now): nothing is visible, and the re-run must migrate and finish.
+        db.close()
+        return 0
     heads = one("SELECT COUNT(*) FROM head_map WHERE version_id IS NOT NULL")
     assert one("SELECT COUNT(*) FROM head_map h WHERE NOT EXISTS (SELECT 1 FROM chunks c "
                "WHERE c.version_id = h.version_id AND c.is_head = 1)") == 0
