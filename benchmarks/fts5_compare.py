@@ -169,23 +169,37 @@ def compare(store: SQLiteStore, path: Path, settings: beir.Settings, data: beir.
               f"per byte of text; index {seconds[name]:.2f} s")
     key_of = dict(conn.execute("SELECT chunk_id, chunk_key FROM chunks "
                                "WHERE tenant_id = ?", (tenant,)).fetchall())
+    doc_of = {str(key_of[r.chunk.chunk_id]): r.source_id
+              for r in store.get_chunks(readers["reads all"], sorted(key_of))}
+    idf_of = store_idf(store, tenant)
     for reader, authz in readers.items():
         print(f"  governed top 10, {reader} (the ACL filter inside the query):")
-        idf_of = store_idf(store, tenant)
         postings = [lambda q=q, a=authz, i=idf_of: store_search(store, a, q, i)
                     for q in queries]
         timed("store postings, SQL", postings)
+        ours = [[key_of[h.chunk_id] for h in store_search(store, authz, q, idf_of)]
+                for q in queries]
+        print(f"      postings: {sum(1 for r in ours if r)}/{len(queries)} queries with hits, "
+              f"nDCG@10 {quality(ours, doc_of, data):.4f}")
         for detail in ("full", "none"):
             calls = [lambda q=q, d=detail, a=authz: fts5_search(conn, d, a, q)
                      for q in queries]
             timed(f"FTS5 detail={detail}", calls)
-            same = sum(1 for q in queries if [key_of[h.chunk_id] for h in store_search(
-                store, authz, q, idf_of)] == [k for k, _ in fts5_search(conn, detail, authz, q)])
-            print(f"      FTS5 detail={detail} top 10 equal to the postings' on {same}/"
-                  f"{len(queries)} queries")
+            theirs = [[k for k, _ in fts5_search(conn, detail, authz, q)] for q in queries]
+            same = sum(1 for a, b in zip(ours, theirs, strict=True) if a == b)
+            # FTS5's bm25() has its own idf and fixed k1 1.2, b 0.75: not the store's BM25.
+            print(f"      FTS5 detail={detail}: top 10 equal to the postings' on {same}/"
+                  f"{len(queries)} queries, nDCG@10 {quality(theirs, doc_of, data):.4f}")
     conn.close()
     store.close()
     return 0
+
+
+def quality(rankings: list[list[int]], doc_of: dict[str, str], data: beir.Dataset) -> float:
+    """nDCG@10 over the queries (documents ranked by their best chunk, as beir.py does)."""
+    return statistics.mean(
+        beir.ndcg_at(beir.to_docs([str(k) for k in ranked], doc_of), data.qrels[qid])
+        for (qid, _), ranked in zip(data.queries, rankings, strict=True))
 
 
 def store_idf(store: SQLiteStore, tenant: str) -> tuple[float, float]:
