@@ -76,6 +76,29 @@ def test_unaddressed_question_requires_spec_even_when_every_claim_verifies() -> 
                   relevance=addressed).output_state == AUTHORIZED
 
 
+def test_unaddressed_question_requires_spec_even_when_a_claim_is_contradicted() -> None:
+    """Evidence that does not address the question settles the state first: a model that
+    invents an answer to it, contradicting the evidence on the way, still ends
+    REQUIRES_SPEC, withheld, with the contradiction kept among the reasons."""
+    hotel = "The nightly hotel limit in London is GBP 185."
+    evidence = {"a1b2c3d4": _item("a1b2c3d4", hotel, title="Hotels")}
+    answer = "The nightly hotel limit in London is GBP 250 [src:a1b2c3d4]."
+    verdicts = verify_claims(extract_claims(answer), evidence)
+    assert any(v.contradicted for v in verdicts)
+    relevance = question_coverage("What is the policy on space travel reimbursement?",
+                                  [hotel])
+    decision = decide(verdicts, role="authoritative", evidence_count=1,
+                      stripped_citations=(), relevance=relevance)
+    assert decision.output_state == REQUIRES_SPEC
+    assert decision.reasons[0].startswith("QUESTION_NOT_ADDRESSED")
+    assert any(r.startswith("CONTRADICTED_CLAIM:") for r in decision.reasons)
+    assert shown_answer(decision, answer, len(verdicts)) == governed_refusal(decision)
+    # Where the evidence does address the question, a contradiction blocks as before.
+    addressed = question_coverage("What is the nightly hotel limit in London?", [hotel])
+    assert decide(verdicts, role="authoritative", evidence_count=1, stripped_citations=(),
+                  relevance=addressed).output_state == "BLOCKED"
+
+
 def test_extractive_provider_refuses_rather_than_quoting_unrelated_sentences() -> None:
     prompt = compile_prompt("What is the policy on space travel reimbursement?",
                             [_item("a1b2c3d4", TRAVEL),

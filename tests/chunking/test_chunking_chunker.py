@@ -201,7 +201,7 @@ def test_bad_input_is_rejected() -> None:
 
 def test_export_list() -> None:
     assert sorted(chunking_package.__all__) == [
-        "TOO_MANY_CHUNKS", "chunk_document", "split_sentences"]
+        "TOO_MANY_CHUNKS", "chunk_document", "chunk_ids", "split_sentences"]
 
 
 # ---------------------------------------------------------------------- properties

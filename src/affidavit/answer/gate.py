@@ -92,10 +92,13 @@ def decide(
     if failure:
         return GateDecision(BLOCKED, (failure, *notes))
     contradicted = [f"CONTRADICTED_CLAIM:{v.claim.index}" for v in verdicts if v.contradicted]
+    # Evidence that does not address the question settles the state before any claim is
+    # weighed: nothing could ground an answer, whatever it says. Both states withhold the
+    # answer; the contradictions stay among the reasons.
+    if evidence_count > 0 and relevance is not None and not relevance.addressed:
+        return GateDecision(REQUIRES_SPEC, (*relevance.reasons, *contradicted, *notes))
     if contradicted:
         return GateDecision(BLOCKED, (*contradicted, *notes))
-    if evidence_count > 0 and relevance is not None and not relevance.addressed:
-        return GateDecision(REQUIRES_SPEC, (*relevance.reasons, *notes))
     state, reasons = _authoritative_state(verdicts, evidence_count, bool(stripped_citations))
     conflicts = tuple(c.reason for c in claim_conflicts(
         [(v.claim.index, v.claim.text) for v in verdicts if v.status != REFUSED]))
