@@ -322,3 +322,28 @@ def test_proposal_shape_for_any_text(text: str, phrases: list[str]) -> None:
     assert len(set(sire.relevant)) == len(sire.relevant) <= 12
     assert not set(sire.included) & set(sire.relevant)
     assert sire.excluded == ("hipaa",)
+
+
+def _significant_words_by_offset(text: str) -> list[str]:
+    """The rule as written in spec order: count words of 4+ letters (not stop words), keep
+    those seen 4 times, most frequent first, then by first character offset, then A-Z."""
+    from affidavit.identity.sire import _WORD, STOP_WORDS
+    from affidavit.identity.terms import fold
+
+    counts: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for match in _WORD.finditer(fold(text)):
+        word = match.group()
+        if len(word) >= 4 and word.isalpha() and word not in STOP_WORDS:
+            counts[word] = counts.get(word, 0) + 1
+            first.setdefault(word, match.start())
+    kept = [word for word, count in counts.items() if count >= 4]
+    return sorted(kept, key=lambda word: (-counts[word], first[word], word))
+
+
+@given(st.lists(st.sampled_from(["Board", "board", "hotel", "Hotel", "limit", "the", "ISO",
+                                 "straße", "Straße", "营收", "naïve", "ﬁnance", "Finance",
+                                 "data", "Data.", "x_y", "ǅemal"]), max_size=120))
+def test_significant_words_rank_ties_by_first_appearance(words: list[str]) -> None:
+    text = " ".join(words)
+    assert significant_word_extract(text) == _significant_words_by_offset(text)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -157,12 +158,15 @@ def acronym_extract(text: str) -> list[str]:
 
 def significant_word_extract(text: str) -> list[str]:
     """Alphabetic words of 4+ letters seen at least 4 times (any case), minus stop words."""
-    pairs = (
-        (word, m.start())
-        for m in _WORD.finditer(fold(text))
-        if len(word := m.group()) >= MIN_WORD_CHARS and word.isalpha() and word not in STOP_WORDS
-    )
-    return _ranked(*_tally(pairs), MIN_WORD_COUNT)
+    # Counted in C (Counter over findall); a word's first appearance is its place among the
+    # distinct words in text order, which orders ties exactly as its first offset would.
+    words = _WORD.findall(fold(text))
+    counts = Counter(words)
+    first_seen = {word: rank for rank, word in enumerate(dict.fromkeys(words))}
+    kept = [word for word, count in counts.items()
+            if count >= MIN_WORD_COUNT and len(word) >= MIN_WORD_CHARS and word.isalpha()
+            and word not in STOP_WORDS]
+    return sorted(kept, key=lambda word: (-counts[word], first_seen[word], word))
 
 
 def capitalized_term_extract(text: str) -> list[str]:
@@ -193,7 +197,8 @@ def _capitalized_runs(text: str) -> list[tuple[int, list[str]]]:
     previous_end = -1
     for match in _WORD.finditer(text):
         word = match.group()
-        if not _is_capitalized(word):
+        # The first test alone turns away most words, cheaply.
+        if not word[0].isupper() or not _is_capitalized(word):
             previous_end = -1
             continue
         gap = text[previous_end : match.start()] if previous_end >= 0 else ""
