@@ -172,6 +172,9 @@ class Ingestor:
                                                                  self.policy)
         self._overrides: dict[str, dict[int, str]] | None = None
         self._moves: Moves | None = None
+        # The links each version committed by this run was parsed with, by version id:
+        # link resolution at the end of the run reads them here instead of parsing again.
+        self._links: dict[str, tuple[str, ...]] = {}
         # node id → the version a failed run's boundary puts back (index.boundary_gate)
         self.restoring: dict[str, str] = {}
         configure_telemetry(settings.telemetry)
@@ -237,7 +240,7 @@ class Ingestor:
             summary.links = resolve_links(
                 self.store, self.settings, self.tenant,
                 [o.node_id for o in summary.outcomes if o.status == INGESTED and o.node_id],
-                self._moves.redirects).to_dict()
+                self._moves.redirects, parsed=self._links).to_dict()
             self._vectors_and_boundary(summary, guard)
         except BoundaryFailure as failure:
             # No boundary, no promotion (spec 003 §10.1): the previous heads serve again.
@@ -430,6 +433,7 @@ class Ingestor:
         # An approval binds to the proposal: an identical one keeps it (identity.carry_over).
         carry_over_commit(self.store, self.tenant, approved, bundle, at=_now())
         outcome.chunks = len(bundle.chunks)
+        self._links[version_id] = tuple(extracted.links)
         record_derived(self.store, self.tenant, self.settings, document.alias, extracted.links,
                        tokens=sum(bundle.chunk_lengths.values()))
         return outcome

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -85,9 +85,12 @@ def classify_target(target: str, alias: str) -> tuple[str, str | None]:
 
 
 def resolve_links(store: Store, settings: Settings, tenant: str,
-                  node_ids: Iterable[str], redirects: dict[str, str]) -> LinkReport:
+                  node_ids: Iterable[str], redirects: dict[str, str], *,
+                  parsed: Mapping[str, Sequence[str]] | None = None) -> LinkReport:
     """Resolve the links of the head versions of ``node_ids``; add an edge per resolved
-    link to another document (once per pair)."""
+    link to another document (once per pair). ``parsed`` gives, by version id, the links
+    a version was parsed with when the caller has them (the ingest that committed it);
+    other heads are parsed again from their stored bytes."""
     heads = store.heads(tenant)
     by_alias: dict[str, set[str]] = {}
     for head in heads:
@@ -101,20 +104,22 @@ def resolve_links(store: Store, settings: Settings, tenant: str,
         linking = head_of.get(node_id)
         if linking is not None:
             _resolve_document(store, settings, tenant, linking, by_alias, head_of, policy,
-                              report)
+                              report, (parsed or {}).get(linking.version_id))
     return report
 
 
 def _resolve_document(store: Store, settings: Settings, tenant: str, head: HeadInfo,
                       by_alias: dict[str, set[str]], head_of: dict[str, HeadInfo],
-                      policy: SensitivityPolicy, report: LinkReport) -> None:
-    blob = store.blob(tenant, head.raw_digest)
-    if blob is None:
-        return
-    try:
-        links = extract(blob.content, filename=head.alias, limits=settings.ingest).links
-    except InputRejected:
-        return
+                      policy: SensitivityPolicy, report: LinkReport,
+                      links: Sequence[str] | None = None) -> None:
+    if links is None:
+        blob = store.blob(tenant, head.raw_digest)
+        if blob is None:
+            return
+        try:
+            links = extract(blob.content, filename=head.alias, limits=settings.ingest).links
+        except InputRejected:
+            return
     linked: set[str] = set()
     for target in links:
         reason, path = classify_target(target, head.alias)
