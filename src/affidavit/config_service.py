@@ -48,6 +48,10 @@ class ServiceSettings:
     rate_limit_per_minute: int = 120
     deadline_seconds: float = 120.0
     heartbeat_seconds: float = 10.0
+    # Keep the tenant's postings and vectors in memory (rebuilt when its corpus changes),
+    # with the authz filter inside scoring as on the SQL path: a long-running process reads
+    # no chunk row per posting. SQLite stores only; PostgreSQL searches in the database.
+    memory_index: bool = True
     oidc: OidcSettings = field(default_factory=OidcSettings)
     proxy: ProxyIdentitySettings = field(default_factory=ProxyIdentitySettings)
 

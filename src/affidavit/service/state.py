@@ -72,7 +72,8 @@ class ServiceState:
             engine = self._engines.get(tenant)
             if engine is None:
                 engine = Engine(store, self.settings, tenant=tenant,
-                                authorizer=CredentialAuthorizer(store, self.settings))
+                                authorizer=CredentialAuthorizer(store, self.settings),
+                                memory_index=self.settings.service.memory_index)
                 self._engines[tenant] = engine
             return engine
 
