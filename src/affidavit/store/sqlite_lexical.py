@@ -18,8 +18,6 @@ from collections.abc import Iterator, Mapping, Sequence
 
 # Host parameters per statement, under SQLite's limit on every version we support.
 _PARAMS = 500
-# How json.dumps writes NUL, which SQLite's JSON functions cannot read back whole.
-_JSON_NUL = "\\u0000"
 
 
 def _slices(items: Sequence[str], size: int = _PARAMS) -> Iterator[Sequence[str]]:
@@ -38,11 +36,11 @@ def term_keys(conn: sqlite3.Connection, tenant: str, terms: Sequence[str], *,
     The terms go to SQLite as one JSON array: it inserts and looks them up in C, where a
     row per term through Python cost several times as much."""
     unique = sorted(set(terms))
-    array = json.dumps(unique, ensure_ascii=False)
-    if _JSON_NUL in array:
+    if "\x00" in "".join(unique):
         # SQLite's JSON reader ends a string at an escaped NUL, so such a term would be read
         # as another, shorter one. The tokenizer never emits one; a row per term keeps it.
         return _term_keys_by_rows(conn, tenant, unique, create=create)
+    array = json.dumps(unique, ensure_ascii=False)
     if create:
         # ORDER BY: new terms get their keys in term order, as the row path gives them.
         conn.execute("INSERT OR IGNORE INTO lexical_terms (tenant_id, term) "
