@@ -65,15 +65,12 @@ class Figures:
 
 
 def load(data: Path) -> Corpus:
-    with (data / "corpus.jsonl").open(encoding="utf-8") as handle:
-        docs = [json.loads(line) for line in handle if line.strip()]
-    with (data / "queries-test.jsonl").open(encoding="utf-8") as handle:
-        queries_all = [json.loads(line) for line in handle if line.strip()]
-    qrels: dict[str, dict[str, int]] = {}
-    for line in (data / "qrels-test.tsv").read_text(encoding="utf-8").splitlines()[1:]:
-        qid, did, score = line.split("\t")
-        qrels.setdefault(qid, {})[did] = int(score)
-    queries = [(q["_id"], q["text"]) for q in queries_all if q["_id"] in qrels]
+    """SciFact as ``benchmarks/beir.py`` reads it (one reader for both benchmarks)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from beir import load as load_scifact
+
+    dataset = load_scifact(data)
+    docs, queries, qrels = dataset.corpus, dataset.queries, dataset.qrels
     return Corpus([d["_id"] for d in docs], [f"{d['title']}\n\n{d['text']}" for d in docs],
                   queries, qrels)
 
