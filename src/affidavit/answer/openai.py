@@ -13,6 +13,12 @@ server, Ollama), spoken over httpx with no SDK.
   prompt tokens carry their log-probabilities and character offsets (the one generated
   token lies past the completion and is not counted: ``max_tokens: 0`` would be cleaner,
   but llama-cpp-python's server reads 0 as "no limit" and generates until it times out).
+  Before the first scoring, a probe (:mod:`affidavit.answer.echo_alignment`, fixed texts,
+  once per provider) checks that the server's echoed log-probabilities line up with the
+  prompt's tokens and finds the prefix that makes them (llama-cpp-python's server is one
+  position late unless the prompt starts with the model's beginning-of-sequence token);
+  a server that cannot be shown aligned gets no prompt scored: its scoring fails with the
+  reason, so L1 from scoring and Δ are recorded unavailable rather than wrong.
 
 Connect errors, timeouts, 429 and 5xx answers are retried ``max_retries`` times under the
 network retry policy (:mod:`affidavit.retry`: exponential backoff with jitter, a numeric
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -35,6 +42,7 @@ import httpx
 
 from affidavit.answer.attribution import TokenScores
 from affidavit.answer.compiler import CompiledPrompt
+from affidavit.answer.echo_alignment import EchoAlignment, probe_alignment
 from affidavit.answer.providers import ProviderRequest, ProviderResponse, ThinkStreamFilter
 from affidavit.config import ProviderSettings
 from affidavit.errors import ConfigurationError, InputRejected, ProviderError
@@ -89,6 +97,10 @@ class OpenAIProvider:
         self._owns_client = client is None
         self._client = client or httpx.Client(timeout=settings.timeout_seconds)
         self._retry = RetryPolicy(settings.max_retries + 1, backoff_seconds, sleep)
+        # The server's echo alignment, probed before the first scoring; a failure to reach
+        # the server is not a conclusion about it, so only a probe's answer is kept.
+        self._alignment: EchoAlignment | None = None
+        self._alignment_lock = threading.Lock()
 
     def close(self) -> None:
         """Close the HTTP client if this provider made it."""
@@ -144,15 +156,33 @@ class OpenAIProvider:
 
     # ------------------------------------------------------------------ scoring
     def score(self, request: ProviderRequest, completion: str) -> TokenScores:
-        """Log-probabilities of ``completion`` after ``request.prompt`` (echo trick)."""
-        prefix = render_for_scoring(request.prompt)
+        """Log-probabilities of ``completion`` after ``request.prompt`` (echo trick), with
+        the scoring prefix the alignment probe found; :class:`ProviderError` when the
+        server's echo cannot be shown to line up with the prompt's tokens."""
+        alignment = self.alignment()
+        if alignment.unavailable:
+            raise ProviderError(f"prompts cannot be scored at {self._base}/completions: "
+                                f"{alignment.unavailable}")
+        prefix = alignment.prefix + render_for_scoring(request.prompt)
         body = {"model": self.model_id, "prompt": prefix + completion, "echo": True,
                 "logprobs": 1, "max_tokens": 1, "temperature": 0.0}
         data = self._post_json("/completions", body)
         logprobs = _first_choice(data).get("logprobs")
         if not isinstance(logprobs, Mapping):
             raise ProviderError("the server returned no log-probabilities for the prompt")
-        return _completion_scores(logprobs, len(prefix), len(prefix) + len(completion))
+        # The server counts offsets from where the probe showed it does.
+        start = len(prefix) - alignment.offset_shift
+        return _completion_scores(logprobs, start, start + len(completion))
+
+    def alignment(self) -> EchoAlignment:
+        """How this server's prompts are scored: probed on first use, then kept. A probe
+        that cannot reach the server raises :class:`ProviderError` and is tried again on
+        the next call."""
+        with self._alignment_lock:
+            if self._alignment is None:
+                self._alignment = probe_alignment(
+                    lambda body: self._post_json("/completions", body), self.model_id)
+            return self._alignment
 
     # ------------------------------------------------------------------ transport
     def _post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
