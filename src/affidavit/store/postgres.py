@@ -51,6 +51,7 @@ from affidavit.store.postgres_base import (
 from affidavit.store.postgres_governance import GovernanceTables
 from affidavit.store.postgres_identity import IdentityTables, claim_identity
 from affidavit.store.postgres_keys import ApiKeyTables
+from affidavit.store.postgres_lexical import choose_plan
 from affidavit.store.postgres_locks import PostgresIngestLocks
 from affidavit.store.postgres_policy import PolicyEventTables
 from affidavit.store.postgres_references import ReferenceTables
@@ -290,15 +291,24 @@ class PostgresStore(PostgresIngestLocks, GovernanceTables, VectorTables, ApiKeyT
 
     def lexical_search(self, authz: AuthzContext, term_idf: Mapping[str, float], *, k1: float,
                        b: float, avg_length: float, limit: int) -> list[LexicalHit]:
-        terms = sorted(term_idf)
-        visible, visible_params = visible_to(authz)
-        if not terms or avg_length <= 0 or limit <= 0 or visible == "FALSE":
-            return []
-        query = bm25_query(visible)
-        params = (terms, [float(term_idf[t]) for t in terms], k1, b, b, avg_length,
-                  *visible_params, authz.tenant, terms, limit)
-        return [LexicalHit(str(r[0]), float(r[1]))
-                for r in self._rows(authz.tenant, query, params)]
+        with self.transaction(authz.tenant) as conn:
+            plan = choose_plan(conn, authz, term_idf, k1=k1, b=b, avg_length=avg_length,
+                               limit=limit)
+            rows = [] if plan is None else conn.execute(plan.statement, plan.params).fetchall()
+        return [LexicalHit(str(r[0]), float(r[1])) for r in rows]
+
+    def explain_lexical(self, authz: AuthzContext, term_idf: Mapping[str, float], *,
+                        k1: float, b: float, avg_length: float, limit: int) -> list[str]:
+        """The plan :meth:`lexical_search` chooses and its ``EXPLAIN (ANALYZE, BUFFERS)``."""
+        with self.transaction(authz.tenant) as conn:
+            plan = choose_plan(conn, authz, term_idf, k1=k1, b=b, avg_length=avg_length,
+                               limit=limit)
+            if plan is None:
+                return ["no statement: nothing can match"]
+            rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + plan.statement,
+                                plan.params).fetchall()
+        return [f"plan {plan.name}: {plan.postings} postings, readable chunks counted "
+                f"{plan.readable}"] + [str(r[0]) for r in rows]
 
     def get_chunks(self, authz: AuthzContext, chunk_ids: Sequence[str]) -> list[ChunkRecord]:
         ids = sorted(set(chunk_ids))
@@ -335,29 +345,6 @@ class PostgresStore(PostgresIngestLocks, GovernanceTables, VectorTables, ApiKeyT
         return [replace(_row_chunk(r), derived=derived_from_json(r[13], title=str(r[11]),
                                                                  alias=str(r[12])))
                 for r in first_row_per_chunk(rows)]
-
-
-def bm25_query(visible: str) -> str:
-    """The lexical search statement, with ``visible`` (from ``visible_to``) inside it.
-
-    Postings drive the query, as in the SQLite backend: the query terms' postings (by
-    index), then for each posting its chunk by primary key, admitted only if the caller may
-    read it, then the BM25 sum. ``LIMIT 1`` on the per-posting lookup (a primary key, so
-    it changes no result) keeps it a per-row probe whatever the planner's statistics say;
-    a plan driven by the readable chunks instead costs readable x terms probes. The BM25
-    expression has the same order of operations as SQLite's, in double precision, so
-    scores agree to rounding.
-    """
-    return (
-        "WITH q(term, idf) AS MATERIALIZED (SELECT * FROM unnest(%s::text[], %s::float8[])) "
-        "SELECT p.chunk_id, SUM(q.idf * p.tf::float8 / (p.tf::float8 + %s::float8 "
-        "* (1 - %s::float8 + %s::float8 * c.n_tokens::float8 / %s::float8))) AS s "
-        "FROM postings p JOIN q ON q.term = p.term "
-        "CROSS JOIN LATERAL (SELECT c.n_tokens FROM chunks c WHERE c.tenant_id = p.tenant_id "
-        f"  AND c.chunk_id = p.chunk_id AND {visible} LIMIT 1) c "
-        "WHERE p.tenant_id = %s AND p.term = ANY(%s::text[]) "
-        "GROUP BY p.chunk_id ORDER BY s DESC, p.chunk_id ASC LIMIT %s"
-    )
 
 
 # ---------------------------------------------------------------------- version writes

@@ -6,22 +6,30 @@ a partial HNSW index on the cast expression ``embedding::vector(<dim>)``
 (:meth:`VectorTables.ensure_vector_index`, built with the owner connection).
 
 Search never takes a top-k and filters it afterwards. It first counts, up to a threshold,
-the chunks the caller may read:
+the chunks the caller may read (in the ``chunks_readable`` index alone), and
+:func:`plan_vector_search` decides:
 
 * at or below ``exact_vector_threshold`` (or with no index) it scans exactly those rows and
   orders them by cosine distance: the exact top-k, ties broken by chunk id. The ordering
   expression deliberately differs from the indexed one, so this path can never be served
-  by the approximate index;
+  by the approximate index. Its cost grows with the readable rows, not the corpus: at
+  1,000,000 chunks a caller reading 1% is answered exactly;
 * above it, the HNSW index is walked with ``hnsw.iterative_scan = strict_order`` and the
   same filter in the WHERE clause, so the scan continues until enough readable rows are
-  found. This path is approximate by nature (HNSW); it is taken only when the caller may
-  read more rows than the threshold.
+  found. The candidate list (``hnsw.ef_search``) and the scan's stop (``max_scan_tuples``)
+  grow as the readable fraction falls, set with ``SET LOCAL`` for this query alone: a walk
+  sized for the whole corpus holds a tenth as many readable candidates when a tenth is
+  readable, and its recall falls with them. The result says it is approximate
+  (``VectorHit.exact`` is False). If the walk stopped before finding ``limit`` readable
+  rows, the exact scan answers instead: never fewer hits than the caller may read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from psycopg import sql
@@ -43,7 +51,42 @@ HNSW_MAX_DIM = 2000
 
 DEFAULT_EXACT_THRESHOLD = 20_000
 DEFAULT_EF_SEARCH = 200
-DEFAULT_MAX_SCAN_TUPLES = 200_000
+"""The candidate list of a walk over a corpus the caller may read whole; it is divided by
+the readable fraction, up to :data:`EF_SEARCH_MAX`."""
+EF_SEARCH_MAX = 1000
+"""pgvector's upper bound on ``hnsw.ef_search``."""
+MIN_SCAN_TUPLES = 20_000
+MAX_SCAN_TUPLES = 2_000_000
+SCAN_MARGIN = 4
+"""The walk may visit this many times the tuples its candidate list needs at the readable
+fraction before it stops (pgvector's ``hnsw.max_scan_tuples``)."""
+
+
+@dataclass(frozen=True)
+class VectorPlan:
+    """How one filtered vector search runs: exactly, or by an HNSW walk of a given size."""
+
+    exact: bool
+    readable_fraction: float  # a lower bound: the readable rows were counted up to a cap
+    ef_search: int = 0
+    max_scan_tuples: int = 0
+
+
+def plan_vector_search(readable: int, total: int, limit: int, *, exact_threshold: int,
+                       ef_search: int, max_scan_tuples: int = MAX_SCAN_TUPLES) -> VectorPlan:
+    """The plan for a caller who may read ``readable`` of ``total`` head chunks.
+
+    ``readable`` may be a count stopped at ``exact_threshold + 1``: the fraction is then a
+    lower bound, so the walk is sized for fewer readable rows than there are (a larger
+    candidate list: more recall, never less).
+    """
+    fraction = 1.0 if total <= 0 else min(1.0, max(readable, 1) / total)
+    if readable <= exact_threshold:
+        return VectorPlan(True, fraction)
+    ef = min(EF_SEARCH_MAX, max(limit, ef_search, math.ceil(ef_search / fraction)))
+    scan = math.ceil(SCAN_MARGIN * max(ef, limit) / fraction)
+    return VectorPlan(False, fraction, ef, max(1, min(max_scan_tuples,
+                                                      max(MIN_SCAN_TUPLES, scan))))
 
 
 def vector_text(vector: Sequence[float]) -> tuple[int, str]:
@@ -66,6 +109,7 @@ class VectorTables(PostgresBase):
     _indexed: set[str]
     exact_vector_threshold: int = DEFAULT_EXACT_THRESHOLD
     ef_search: int = DEFAULT_EF_SEARCH
+    max_scan_tuples: int = MAX_SCAN_TUPLES
 
     def chunks_missing_vectors(self, tenant: str, model_id: str, limit: int, *,
                                labels: Sequence[str] | None = None,
@@ -152,26 +196,42 @@ class VectorTables(PostgresBase):
                 return []
             if int(pinned[0]) != dim:
                 raise StoreError(f"query has {dim} dimensions, vectors have {pinned[0]}")
-            use_index = (bool(np.any(np.asarray(query, dtype=np.float32)))
-                         and self._readable_exceeds(conn, authz)
+            plan = self._plan(conn, authz, limit)
+            use_index = (not plan.exact and bool(np.any(np.asarray(query, dtype=np.float32)))
                          and self._index_exists(conn, hnsw_index_name(model_id, dim)))
+            rows: list[Row] = []
             if use_index:
-                rows = _hnsw_scan(conn, authz, model_id, dim, q, visible, params, limit,
-                                  self.ef_search)
-            else:
+                rows = _hnsw_scan(conn, authz, model_id, dim, q, visible, params, limit, plan)
+            # A walk that stopped short of ``limit`` readable rows is not the top-k of what
+            # the caller may read: the exact scan answers instead.
+            exact = not use_index or len(rows) < limit
+            if exact:
                 rows = _exact_scan(conn, authz, model_id, q, limit)
-        return [VectorHit(str(r[0]), 1.0 - float(r[1])) for r in rows]
+        return [VectorHit(str(r[0]), 1.0 - float(r[1]), exact) for r in rows]
 
-    def _readable_exceeds(self, conn: Connection, authz: AuthzContext) -> bool:
-        """Whether the caller may read more chunks than the exact-scan threshold.
+    def vector_plan(self, authz: AuthzContext, *, limit: int) -> VectorPlan:
+        """The plan :meth:`vector_search` takes for this caller (for operators and tests)."""
+        with self.transaction(authz.tenant) as conn:
+            return self._plan(conn, authz, limit)
 
-        Counts at most threshold + 1 rows, so the estimate costs no more than the exact scan
-        it decides about.
+    def _plan(self, conn: Connection, authz: AuthzContext, limit: int) -> VectorPlan:
+        """Count the caller's readable chunks, at most threshold + 1 of them, and plan.
+
+        The count reads the ``chunks_readable`` index alone and stops at the cap, so it
+        costs no more than the exact scan it decides about; the head chunk total is the
+        lexical statistics' count.
         """
         readable, params = readable_chunks(authz)
-        row = conn.execute(f"SELECT count(*) FROM ({readable} LIMIT %s) r",
-                           (*params, self.exact_vector_threshold + 1)).fetchone()
-        return row is not None and int(row[0]) > self.exact_vector_threshold
+        row = conn.execute(
+            f"SELECT (SELECT count(*) FROM ({readable} LIMIT %s) r), "
+            "(SELECT n_chunks FROM lexical_stats WHERE tenant_id = %s)",
+            (*params, self.exact_vector_threshold + 1, authz.tenant)).fetchone()
+        counted = int(row[0]) if row else 0
+        total = int(row[1]) if row and row[1] is not None else counted
+        return plan_vector_search(counted, total, limit,
+                                  exact_threshold=self.exact_vector_threshold,
+                                  ef_search=self.ef_search,
+                                  max_scan_tuples=self.max_scan_tuples)
 
     def head_vectors(self, tenant: str, model_id: str) -> tuple[list[str], list[bytes]]:
         rows = self._rows(
@@ -209,11 +269,12 @@ def _exact_scan(conn: Connection, authz: AuthzContext, model_id: str, q: str,
 
 def _hnsw_scan(conn: Connection, authz: AuthzContext, model_id: str, dim: int, q: str,
                visible: str, params: list[object], limit: int,
-               ef_search: int) -> list[Row]:
+               plan: VectorPlan) -> list[Row]:
+    # Transaction-local (SET LOCAL): the next query on this connection plans afresh.
     conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
                  "set_config('hnsw.ef_search', %s, true), "
                  "set_config('hnsw.max_scan_tuples', %s, true)",
-                 (str(max(ef_search, limit)), str(DEFAULT_MAX_SCAN_TUPLES)))
+                 (str(plan.ef_search), str(plan.max_scan_tuples)))
     # Literals, not parameters: the planner must see the partial index's predicate and
     # the cast's dimension to choose the index.
     query = sql.SQL(

@@ -1,0 +1,164 @@
+"""How PostgreSQL search plans by what the caller may read: vector and lexical.
+
+Vector search answers exactly below a readable-row threshold and sizes its HNSW walk by
+the readable fraction above it, saying which it did; lexical search drives from the
+postings or from the readable chunks, whichever is fewer, with the same hits either way
+(the same as SQLite's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from affidavit.records import AuthzContext
+from affidavit.store import SQLiteStore, VersionBundle
+from affidavit.store.postgres import PostgresStore
+from affidavit.store.postgres_vectors import (
+    EF_SEARCH_MAX,
+    plan_vector_search,
+)
+from tests.pg_fixture import PgCluster
+from tests.postgres.conftest import make_bundle
+
+T = "tenant-plans"
+VERSIONS, CHUNKS = 40, 60  # 2,400 chunks: "alpha" has more postings than SMALL_POSTINGS
+
+
+def tokens(*groups: int) -> frozenset[str]:
+    return frozenset(f"group:g{g}#member" for g in groups)
+
+
+NARROW = AuthzContext(T, "user:narrow", tokens(3), frozenset({"INTERNAL"}), "pv")
+WIDE = AuthzContext(T, "user:wide", tokens(*range(VERSIONS)), frozenset({"INTERNAL"}), "pv")
+# Version 3's chunks are all the narrow reader's tokens admit; version 4 carries its token
+# too but is RESTRICTED, a label nobody here is granted.
+SECRET_VERSION = 4
+
+
+def corpus() -> list[VersionBundle]:
+    """Chunk lengths differ by version, so BM25 scores differ and order the hits."""
+    out = []
+    for v in range(VERSIONS):
+        groups = (3,) if v == SECRET_VERSION else (v,)
+        label = "RESTRICTED" if v == SECRET_VERSION else "INTERNAL"
+        terms = ("alpha", *(f"w{j}" for j in range(v % 5)))
+        out.append(make_bundle(T, f"n{v}", f"v{v:03d}", CHUNKS, label=label, terms=terms,
+                               acl=tuple(f"group:g{g}#member" for g in groups)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def stores(pg_cluster: PgCluster, tmp_path_factory: pytest.TempPathFactory,
+           ) -> Iterator[tuple[PostgresStore, SQLiteStore]]:
+    pg = PostgresStore(pg_cluster.new_database("plans"))
+    lite = SQLiteStore(Path(tmp_path_factory.mktemp("plans")) / "plans.db")
+    for bundle in corpus():
+        pg.commit_version(bundle)
+        lite.commit_version(bundle)
+    try:
+        yield pg, lite
+    finally:
+        pg.close()
+        lite.close()
+
+
+# ---------------------------------------------------------------------- vector planner
+
+
+def test_a_caller_reading_one_percent_of_a_million_chunks_gets_the_exact_top_k() -> None:
+    plan = plan_vector_search(10_000, 1_000_000, 10, exact_threshold=20_000, ef_search=200)
+    assert plan.exact
+    assert plan.readable_fraction == pytest.approx(0.01)
+
+
+def test_the_hnsw_walk_grows_as_the_readable_fraction_falls() -> None:
+    def walk(readable: int) -> tuple[bool, int, int]:
+        plan = plan_vector_search(readable, 1_000_000, 10, exact_threshold=20_000,
+                                  ef_search=200)
+        return plan.exact, plan.ef_search, plan.max_scan_tuples
+
+    everyone, half, tenth = walk(1_000_000), walk(500_000), walk(100_000)
+    assert everyone[:2] == (False, 200)
+    assert half[:2] == (False, 400)
+    assert tenth[:2] == (False, EF_SEARCH_MAX)  # pgvector's bound
+    # The walk may visit enough tuples to hold its candidate list of readable rows.
+    assert tenth[2] >= EF_SEARCH_MAX * 10
+    assert everyone[2] <= half[2] <= tenth[2]
+
+
+def test_a_capped_count_sizes_the_walk_for_fewer_readers_never_more() -> None:
+    # Counting stops at threshold + 1: the fraction is a lower bound, the walk larger.
+    capped = plan_vector_search(20_001, 1_000_000, 10, exact_threshold=20_000,
+                                ef_search=200)
+    assert not capped.exact
+    assert capped.readable_fraction <= 0.1
+    assert capped.ef_search == EF_SEARCH_MAX
+
+
+def test_a_walk_never_holds_fewer_candidates_than_the_limit() -> None:
+    plan = plan_vector_search(50, 50, 500, exact_threshold=0, ef_search=10)
+    assert plan.ef_search >= 500
+
+
+# ---------------------------------------------------------------------- lexical plans
+
+
+def plan_name(store: PostgresStore, authz: AuthzContext, terms: dict[str, float]) -> str:
+    return store.explain_lexical(authz, terms, k1=1.2, b=0.75, avg_length=3.0,
+                                 limit=10)[0].split(":")[0]
+
+
+def hits(store: PostgresStore | SQLiteStore, authz: AuthzContext,
+         terms: dict[str, float]) -> list[tuple[str, float]]:
+    found = store.lexical_search(authz, terms, k1=1.2, b=0.75, avg_length=3.0, limit=25)
+    return [(h.chunk_id, round(h.score, 9)) for h in found]
+
+
+@pytest.mark.postgres
+def test_a_narrow_caller_is_searched_from_its_readable_chunks(stores: tuple) -> None:
+    pg, lite = stores
+    terms = {"alpha": 0.3, "w1": 1.1, "w3": 2.0}
+    assert plan_name(pg, NARROW, terms) == "plan by readable chunk"
+    found = hits(pg, NARROW, terms)
+    assert found == hits(lite, NARROW, terms)
+    narrow_ids = {c.chunk_id for c in corpus()[3].chunks}
+    assert len(found) == 25 and {cid for cid, _ in found} <= narrow_ids
+
+
+@pytest.mark.postgres
+def test_restricted_chunks_stay_out_of_the_readable_side(stores: tuple) -> None:
+    pg, _ = stores
+    secret = {c.chunk_id for c in corpus()[SECRET_VERSION].chunks}
+    # "w3" is in version 3 (readable) and version 4's vocabulary is w0..w3 as well.
+    for who in (NARROW, WIDE):
+        found = pg.lexical_search(who, {"alpha": 1.0, "w3": 1.0}, k1=1.2, b=0.75,
+                                  avg_length=3.0, limit=10_000)
+        assert found and not {h.chunk_id for h in found} & secret
+
+
+@pytest.mark.postgres
+def test_a_wide_caller_with_rare_terms_is_searched_by_posting(
+        stores: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+    pg, lite = stores
+    # Count readers even for few postings, so the comparison itself is exercised.
+    monkeypatch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", 0)
+    terms = {"w3": 1.0}  # 8 versions x 60 postings; the wide caller reads 2,340 chunks
+    assert plan_name(pg, WIDE, terms) == "plan by posting"
+    assert hits(pg, WIDE, terms) == hits(lite, WIDE, terms)
+    assert plan_name(pg, NARROW, terms) == "plan by readable chunk"
+    assert hits(pg, NARROW, terms) == hits(lite, NARROW, terms) == []
+
+
+@pytest.mark.postgres
+def test_both_lexical_plans_rank_a_wide_caller_alike(stores: tuple,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    pg, lite = stores
+    terms = {"alpha": 0.2, "w0": 0.7, "w2": 1.5}
+    by_readable = hits(pg, WIDE, terms)
+    assert plan_name(pg, WIDE, terms) == "plan by readable chunk"
+    monkeypatch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", 10**9)
+    assert plan_name(pg, WIDE, terms) == "plan by posting"
+    assert hits(pg, WIDE, terms) == by_readable == hits(lite, WIDE, terms)
