@@ -44,8 +44,10 @@ pytestmark = pytest.mark.llm
 ANSWER = "The nightly hotel limit in London is GBP 185 [src:a1b2c3d4]."
 TOLERANCE = 0.25
 """Nats: a server evaluates the prompt in one batch, the reference token by token."""
-DELTA_TOLERANCE = 0.5
-"""Nats, for Δ: a sum of differences over a claim's tokens, each within :data:`TOLERANCE`."""
+DELTA_TOLERANCE = 1.0
+"""Nats, for Δ (about 27 for the claim here): per-token differences of up to about 0.2
+between the batch and the token-by-token evaluation of the 4-bit model add up over the
+claim's tokens and both prompts."""
 CONFIDENCE_TOLERANCE = 0.05
 """For L1, a mean token probability."""
 
