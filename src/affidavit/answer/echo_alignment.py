@@ -25,6 +25,10 @@ token (:data:`SCORING_PREFIXES`), in that order, and keeps the first prefix unde
 the server is aligned; when none aligns, or the server gives no per-token distributions
 to compare, prompts cannot be scored and the reason says why.
 
+Cost, once per provider: two short requests on an aligned server; on llama-cpp-python's
+server with SmolLM2, seven (a spelling its tokenizer splits into several tokens is
+dropped after one request).
+
 The probe also learns where the server counts character offsets from: a
 beginning-of-sequence token the server recognizes is echoed without text, so offsets
 start after the prefix rather than at the start of the text sent.
