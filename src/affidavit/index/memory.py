@@ -16,6 +16,7 @@ ranking and never reorders the rest. Scores equal the SQL path's
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,10 +28,12 @@ from affidavit.errors import StoreError
 from affidavit.index.bm25 import idf
 from affidavit.index.snapshot import IndexSnapshot, SnapshotSource
 from affidavit.records import AuthzContext
-from affidavit.store.base import LexicalHit, Store, VectorHit
+from affidavit.store.base import ChunkRecord, LexicalHit, Store, VectorHit
 
 Mask = npt.NDArray[np.bool_]
 MASK_CACHE_SIZE = 128
+# Chunk records kept per index (one corpus generation) for the hits read back again and again.
+RECORD_CACHE_SIZE = 8192
 
 
 def top_rows(scores: npt.NDArray[np.float64], rows: npt.NDArray[np.int64],
@@ -61,6 +64,7 @@ class TenantIndex:
         self.generation = snapshot.generation
         self._n = len(snapshot.chunk_ids)
         self._term_ids = {term: i for i, term in enumerate(snapshot.terms)}
+        self._starts: list[int] = snapshot.term_starts.tolist()
         self._labels = sorted(set(snapshot.labels))
         label_ids = {label: i for i, label in enumerate(self._labels)}
         self._row_label = np.array([label_ids[x] for x in snapshot.labels], dtype=np.int64)
@@ -81,6 +85,9 @@ class TenantIndex:
         self._weights: dict[tuple[float, float], _Bm25Weights] = {}
         self._masks: OrderedDict[tuple[frozenset[str], frozenset[str], str | None], Mask] = (
             OrderedDict())
+        # (granted labels, chunk id) -> the record the store returned for a reader granted
+        # those labels: its derived text depends on them and on this generation's rows only.
+        self._records: OrderedDict[tuple[frozenset[str], str], ChunkRecord] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -91,6 +98,12 @@ class TenantIndex:
     def row_of(self) -> Mapping[str, int]:
         """Chunk id to row."""
         return {cid: i for i, cid in enumerate(self.snapshot.chunk_ids)}
+
+    def row(self, chunk_id: str) -> int | None:
+        """The row of a head chunk (chunk ids ascend with the rows), None if not one."""
+        ids = self.snapshot.chunk_ids
+        i = bisect_left(ids, chunk_id)
+        return i if i < self._n and ids[i] == chunk_id else None
 
     # ------------------------------------------------------------------ authz
     def visibility(self, authz: AuthzContext) -> Mask:
@@ -128,6 +141,42 @@ class TenantIndex:
         mask.setflags(write=False)
         return mask
 
+    # ------------------------------------------------------------------ read back
+    def read_back(self, authz: AuthzContext, chunk_ids: Sequence[str],
+                  store: Store) -> list[ChunkRecord]:
+        """The :meth:`Store.get_chunks` contract for this generation: a chunk is returned
+        only if the context's mask admits its row, the mask its search was scored under.
+
+        A record is read through ``store.get_chunks`` (authz applied in the store too) the
+        first time a reader with these granted labels asks for it, and kept with this index:
+        nothing it holds changes without a new corpus generation, which is a new index. The
+        reader's tokens, labels and epoch decide through the mask on every read, so a reader
+        whose access was revoked gets nothing from records another reader left here."""
+        mask = self.visibility(authz)
+        labels = authz.granted_labels
+        found: dict[str, ChunkRecord] = {}
+        missing: list[str] = []
+        with self._lock:
+            for chunk_id in dict.fromkeys(chunk_ids):
+                row = self.row(chunk_id)
+                if row is None or not mask[row]:
+                    continue
+                record = self._records.get((labels, chunk_id))
+                if record is None:
+                    missing.append(chunk_id)
+                else:
+                    self._records.move_to_end((labels, chunk_id))
+                    found[chunk_id] = record
+        if missing:
+            fetched = store.get_chunks(authz, missing)
+            with self._lock:
+                for record in fetched:
+                    found[record.chunk.chunk_id] = record
+                    self._records[(labels, record.chunk.chunk_id)] = record
+                while len(self._records) > RECORD_CACHE_SIZE:
+                    self._records.popitem(last=False)
+        return [found[c] for c in chunk_ids if c in found]
+
     # ------------------------------------------------------------------ lexical
     def lexical_search(self, terms: Sequence[str], mask: Mask, *, k1: float, b: float,
                        limit: int) -> list[LexicalHit]:
@@ -137,7 +186,8 @@ class TenantIndex:
             return []
         snap = self.snapshot
         weights = self._bm25(k1, b).weights
-        spans = [(int(snap.term_starts[t]), int(snap.term_starts[t + 1])) for t in ids]
+        starts = self._starts
+        spans = [(starts[t], starts[t + 1]) for t in ids]
         rows = np.concatenate([snap.posting_rows[s:e] for s, e in spans])
         contrib = np.concatenate([weights[s:e] for s, e in spans])
         permitted = mask[rows]
@@ -145,11 +195,14 @@ class TenantIndex:
         if rows.size == 0:
             return []
         # Per row, contributions add up in term order whatever else the mask lets through.
-        scores = np.bincount(rows, weights=contrib, minlength=self._n).astype(np.float64)
-        candidates = np.flatnonzero(scores > 0).astype(np.int64)
+        # copy=False: they are float64 and int64 already (a copy is one dense pass more).
+        scores = np.bincount(rows, weights=contrib, minlength=self._n).astype(np.float64,
+                                                                             copy=False)
+        candidates = np.flatnonzero(scores > 0).astype(np.int64, copy=False)
         best, best_scores = top_rows(scores[candidates], candidates, limit)
-        return [LexicalHit(snap.chunk_ids[r], float(s)) for r, s in zip(best, best_scores,
-                                                                        strict=True)]
+        chunk_ids = snap.chunk_ids
+        return [LexicalHit(chunk_ids[r], s) for r, s in zip(best.tolist(), best_scores.tolist(),
+                                                            strict=True)]
 
     def _bm25(self, k1: float, b: float) -> _Bm25Weights:
         key = (float(k1), float(b))
@@ -252,6 +305,11 @@ class MemoryIndex:
         """Governed BM25: the :meth:`Store.lexical_search` contract, from memory."""
         index = self.tenant_index(authz.tenant)
         return index.lexical_search(terms, index.visibility(authz), k1=k1, b=b, limit=limit)
+
+    def get_chunks(self, authz: AuthzContext, chunk_ids: Sequence[str]) -> list[ChunkRecord]:
+        """Readable head chunks by id: the :meth:`Store.get_chunks` contract for hits of
+        this index (:meth:`TenantIndex.read_back`)."""
+        return self.tenant_index(authz.tenant).read_back(authz, chunk_ids, self.store)
 
     def vector_search(self, authz: AuthzContext, model_id: str, query: Sequence[float], *,
                       limit: int) -> list[VectorHit]:

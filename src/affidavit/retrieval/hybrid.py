@@ -4,7 +4,8 @@ For each query of the glossary rewrite (original first), the lexical channel (BM
 when an embedding backend is configured, the vector channel (exact cosine) each rank the
 chunks the caller may read; the filter is applied inside each channel by the store or the
 in-memory index, never to a finished top-k. All rankings are fused with Reciprocal Rank
-Fusion (ties by chunk id) and the best are read back through the store, authz applied again.
+Fusion (ties by chunk id) and the best are read back, authz applied again (by the store, or
+by the in-memory index's mask of the generation it scored).
 
 A :class:`HybridHit` is a :class:`~affidavit.records.ScoredChunk` (so every gate takes it)
 whose ``score`` is the fused score, with each channel's rank and score for ``--explain``.
@@ -164,7 +165,10 @@ class HybridRetriever:
         """Each channel's top ``depth`` for each rewritten query."""
         if authz is None:
             raise AuthorizationError("no authorization context: retrieval refused")
-        queries = tuple(self.rewriter.rewrite(query))
+        return self._rankings(authz, tuple(self.rewriter.rewrite(query)), depth=depth)
+
+    def _rankings(self, authz: AuthzContext, queries: tuple[str, ...], *,
+                  depth: int) -> ChannelRankings:
         # A retrieval span per channel (GenAI semantic conventions); counts, never terms.
         about: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "retrieval", "gen_ai.retrieval.top_k": depth,
@@ -183,11 +187,22 @@ class HybridRetriever:
     def search(self, authz: AuthzContext | None, query: str, *, limit: int,
                depth: int | None = None) -> list[HybridHit]:
         """The best ``limit`` readable chunks by RRF over all channels and rewrites."""
-        channels = self.rankings(authz, query, depth=depth or self.settings.retrieval.candidates)
-        assert authz is not None  # rankings() refused otherwise
+        if authz is None:
+            raise AuthorizationError("no authorization context: retrieval refused")
+        depth = depth or self.settings.retrieval.candidates
+        queries = tuple(self.rewriter.rewrite(query))
+        if len(queries) == 1 and self.backend is None:
+            # One ranking: its fused order is its own (1 / (k + rank) falls with the rank),
+            # so fusion can return nothing beyond its first ``limit``; ranking deeper only
+            # made hits to throw away.
+            depth = min(depth, limit)
+        channels = self._rankings(authz, queries, depth=depth)
         fused = rrf_fuse(channels.id_rankings(), k=self.settings.retrieval.rrf_k, limit=limit)
+        # Read back with authz applied again: by the store, or by the in-memory index's
+        # mask for the generation its rankings were scored at (records kept per generation).
+        reader = self.store if self.memory is None else self.memory
         records = {r.chunk.chunk_id: r for r in
-                   self.store.get_chunks(authz, [f.item_id for f in fused])}
+                   reader.get_chunks(authz, [f.item_id for f in fused])}
         lexical, vector = _best(channels.lexical), _best(channels.vector)
         found = _found_by(channels)
         hits: list[HybridHit] = []
