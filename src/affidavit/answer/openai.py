@@ -42,6 +42,7 @@ import httpx
 
 from affidavit.answer.attribution import TokenScores
 from affidavit.answer.compiler import CompiledPrompt
+from affidavit.answer.control_tokens import inert_control_tokens
 from affidavit.answer.echo_alignment import EchoAlignment, probe_alignment
 from affidavit.answer.providers import ProviderRequest, ProviderResponse, ThinkStreamFilter
 from affidavit.config import ProviderSettings
@@ -63,15 +64,18 @@ def render_for_scoring(prompt: CompiledPrompt) -> str:
 
     Chat servers wrap messages in a model-specific template that the completions endpoint
     does not apply, so scores are an approximation of the chat generation's; both terms of
-    Δ use the same rendering, so the approximation cancels in the difference.
+    Δ use the same rendering, so the approximation cancels in the difference. Control-token
+    spellings in it are made inert (:mod:`affidavit.answer.control_tokens`).
     """
-    return prompt.text + SCORING_SEPARATOR
+    return inert_control_tokens(prompt.text) + SCORING_SEPARATOR
 
 
 def chat_messages(prompt: CompiledPrompt) -> list[dict[str, str]]:
-    """The chat messages of a compiled prompt: its system part and its user part."""
-    return [{"role": "system", "content": prompt.system},
-            {"role": "user", "content": prompt.user}]
+    """The chat messages of a compiled prompt: its system part and its user part, with
+    control-token spellings made inert, since a server renders its chat template into one
+    string and would read ``<|im_end|>`` in evidence as the end of the turn."""
+    return [{"role": "system", "content": inert_control_tokens(prompt.system)},
+            {"role": "user", "content": inert_control_tokens(prompt.user)}]
 
 
 class OpenAIProvider:
