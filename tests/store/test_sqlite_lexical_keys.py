@@ -63,15 +63,9 @@ def rows_term_keys(conn: sqlite3.Connection, tenant: str, terms: Sequence[str], 
     return keys
 
 
-def rows_write_postings(conn: sqlite3.Connection, tenant: str, version_id: str,
-                        chunk_ids: Sequence[str],
+def rows_write_postings(conn: sqlite3.Connection, tenant: str, chunk_keys: Mapping[str, int],
                         postings: Mapping[str, tuple[tuple[str, int], ...]]) -> None:
     """The previous write of a version's postings, row by row."""
-    first = int(conn.execute("SELECT COALESCE(MAX(chunk_key), 0) + 1 FROM chunks").fetchone()[0])
-    chunk_keys = {chunk_id: first + i for i, chunk_id in enumerate(sorted(chunk_ids))}
-    conn.executemany("UPDATE chunks SET chunk_key = ? WHERE tenant_id = ? AND chunk_id = ? "
-                     "AND version_id = ?",
-                     [(key, tenant, chunk_id, version_id) for chunk_id, key in chunk_keys.items()])
     keys = rows_term_keys(conn, tenant,
                           [term for pairs in postings.values() for term, _ in pairs], create=True)
     conn.executemany(

@@ -9,6 +9,8 @@ import sqlite3
 import zlib
 from pathlib import Path
 
+from tests.store.layout_17 import downgrade_to_17
+
 from affidavit.config import AclSettings, ChunkingSettings, Settings
 from affidavit.ingest import Ingestor
 from affidavit.query import Engine
@@ -123,6 +125,7 @@ def test_a_database_written_before_migration_17_is_compacted_and_reads_the_same(
     before = store.version_chunks(TENANT, head.version_id)
     store.close()
     # The layout before 17: raw blobs, every chunk its own text, no version texts.
+    downgrade_to_17(path)
     with sqlite3.connect(path) as conn:
         conn.execute("DROP TABLE version_texts")
         conn.execute("UPDATE blobs SET content = ?", (public.content,))

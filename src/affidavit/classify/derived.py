@@ -34,8 +34,10 @@ __all__ = [
     "SOURCE_WITHHELD",
     "TITLE_WITHHELD",
     "DocumentDerivedLabels",
+    "compact_derived_json",
     "derived_from_json",
     "derived_to_json",
+    "derived_to_row",
     "format_locator",
     "label_derived",
     "model_labels",
@@ -174,9 +176,36 @@ def derived_to_json(derived: DerivedText | None) -> str | None:
                       sort_keys=True, separators=(",", ":"))
 
 
+def derived_to_row(derived: DerivedText | None) -> str | None:
+    """The compact stored form of a chunk's derived labels (the SQLite store, one per chunk
+    row): ``[title, alias, headings]``, then the page when there is one; no field names."""
+    if derived is None:
+        return None
+    fields: list[object] = [derived.title_label, derived.alias_label,
+                            list(derived.heading_labels)]
+    if derived.page is not None:
+        fields.append(derived.page)
+    return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+
+
+def compact_derived_json(data: object) -> str | None:
+    """:func:`derived_to_json`'s object as :func:`derived_to_row` stores it (a stored array
+    is kept as it is)."""
+    if data is None:
+        return None
+    stored = json.loads(str(data))
+    if isinstance(stored, list):
+        return str(data)
+    page = stored.get("page")
+    return derived_to_row(DerivedText(
+        title="", title_label=stored.get("title"), alias="", alias_label=stored.get("alias"),
+        heading_labels=tuple(stored.get("headings", ())),
+        page=int(page) if page is not None else None))
+
+
 def derived_from_json(data: object, *, title: str, alias: str) -> DerivedText:
-    """A stored chunk's derived text; labels of a row stored before they existed are
-    unknown (None), which :func:`shown_to` never shows."""
+    """A stored chunk's derived text (either stored form); labels of a row stored before
+    they existed are unknown (None), which :func:`shown_to` never shows."""
     return _parsed_derived(None if data is None else str(data), title, alias)
 
 
@@ -184,6 +213,8 @@ def derived_from_json(data: object, *, title: str, alias: str) -> DerivedText:
 def _parsed_derived(data: str | None, title: str, alias: str) -> DerivedText:
     # Parsed once per distinct stored row: hits are read back again and again.
     stored = json.loads(data) if data is not None else {}
+    if isinstance(stored, list):  # derived_to_row's [title, alias, headings(, page)]
+        stored = dict(zip(("title", "alias", "headings", "page"), stored, strict=False))
     page = stored.get("page")
     return DerivedText(title=title, title_label=stored.get("title"), alias=alias,
                        alias_label=stored.get("alias"),

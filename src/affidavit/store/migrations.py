@@ -477,4 +477,68 @@ INSERT INTO paragraph_labels_keyed (tenant_id, version_id, idx, start_offset, en
 DROP TABLE paragraph_labels;
 ALTER TABLE paragraph_labels_keyed RENAME TO paragraph_labels;
 """),
+    Migration(18, "chunk_rows_keyed_by_integer", """
+-- A chunk row's lexical key is its rowid (affidavit.store.sqlite_chunks): a posting reaches its
+-- chunk without an index, and the key is given as the row is inserted, not by an update
+-- that rewrote it. Two narrow indexes instead of three wide ones: (tenant, version) and
+-- (tenant, chunk id), neither holding both ids; a version's chunk ids stay unique because
+-- each one is given its own key (a second row with the same id would take the same rowid
+-- and be refused). Derived labels are stored as a JSON array [title, alias,
+-- headings(, page)], not an object naming each field in every row. SQLite cannot change a
+-- primary key in place: the table is copied in key order, the postings view made again.
+DROP VIEW postings;
+CREATE TABLE chunks_keyed (
+    tenant_id         TEXT NOT NULL,
+    chunk_id          TEXT NOT NULL,
+    version_id        TEXT NOT NULL,
+    node_id           TEXT NOT NULL,
+    ordinal           INTEGER NOT NULL,
+    start_offset      INTEGER NOT NULL,
+    end_offset        INTEGER NOT NULL,
+    text              TEXT NOT NULL,
+    label             TEXT NOT NULL,
+    heading_path_json TEXT NOT NULL,
+    locator           TEXT NOT NULL,
+    witness           TEXT NOT NULL,
+    n_tokens          INTEGER NOT NULL,
+    is_head           INTEGER NOT NULL,
+    label_epoch       TEXT NOT NULL DEFAULT '',
+    chunk_key         INTEGER PRIMARY KEY,
+    derived_json      TEXT
+);
+INSERT INTO chunks_keyed (tenant_id, chunk_id, version_id, node_id, ordinal, start_offset,
+    end_offset, text, label, heading_path_json, locator, witness, n_tokens, is_head,
+    label_epoch, chunk_key, derived_json)
+    SELECT tenant_id, chunk_id, version_id, node_id, ordinal, start_offset, end_offset, text,
+    label, heading_path_json, locator, witness, n_tokens, is_head, label_epoch, chunk_key,
+    affidavit_compact_derived(derived_json) FROM chunks ORDER BY chunk_key NULLS LAST;
+DROP TABLE chunks;
+ALTER TABLE chunks_keyed RENAME TO chunks;
+CREATE INDEX chunk_rows_by_version ON chunks (tenant_id, version_id);
+CREATE INDEX chunk_rows_by_id ON chunks (tenant_id, chunk_id);
+CREATE VIEW postings (tenant_id, term, chunk_id, tf) AS
+    SELECT t.tenant_id, t.term, c.chunk_id, p.tf FROM lexical_postings p
+    JOIN lexical_terms t ON t.term_key = p.term_key
+    JOIN chunks c ON c.chunk_key = p.chunk_key;
+-- A version's paragraph labels are one row, a JSON array of [index, start, end, label,
+-- reasons], in index order: the version id and the row's key were most of each paragraph's
+-- row. The view keeps the old shape for readers of whole rows.
+CREATE TABLE paragraph_label_sets (
+    tenant_id   TEXT NOT NULL,
+    version_id  TEXT NOT NULL,
+    labels_json TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, version_id)
+) WITHOUT ROWID;
+INSERT INTO paragraph_label_sets (tenant_id, version_id, labels_json)
+    SELECT tenant_id, version_id, json_group_array(json_array(idx, start_offset, end_offset,
+    label, json(reasons_json))) FROM (SELECT * FROM paragraph_labels
+    ORDER BY tenant_id, version_id, idx) GROUP BY tenant_id, version_id;
+DROP TABLE paragraph_labels;
+CREATE VIEW paragraph_labels (tenant_id, version_id, idx, start_offset, end_offset, label,
+    reasons_json) AS
+    SELECT s.tenant_id, s.version_id, json_extract(p.value, '$[0]'),
+    json_extract(p.value, '$[1]'), json_extract(p.value, '$[2]'),
+    json_extract(p.value, '$[3]'), json_extract(p.value, '$[4]')
+    FROM paragraph_label_sets s, json_each(s.labels_json) p;
+"""),
 )

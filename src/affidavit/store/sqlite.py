@@ -15,11 +15,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from affidavit.classify.derived import derived_from_json, derived_to_json
+from affidavit.classify.derived import compact_derived_json, derived_from_json
 from affidavit.errors import StoreError
 from affidavit.records import AuthzContext, Chunk, ParagraphLabel, RawBlob
 from affidavit.store.base import (
-    CHUNK_INSERT_COLUMNS,
     COUNTABLE_TABLES,
     ChunkRecord,
     CommitResult,
@@ -35,6 +34,11 @@ from affidavit.store.sqlite_batch import (
     IngestBatch,
     open_batch_connection,
 )
+from affidavit.store.sqlite_chunks import (
+    read_paragraph_labels,
+    write_chunk_rows,
+    write_paragraph_labels,
+)
 from affidavit.store.sqlite_governance import GovernanceTables
 from affidavit.store.sqlite_identity import IdentityTables, claim_identity
 from affidavit.store.sqlite_keys import ApiKeyTables
@@ -47,14 +51,13 @@ from affidavit.store.sqlite_lexical import (
 from affidavit.store.sqlite_locks import SQLiteIngestLocks
 from affidavit.store.sqlite_policy import PolicyEventTables
 from affidavit.store.sqlite_references import ReferenceTables
-from affidavit.store.sqlite_rows import CHUNK_COLUMNS, chunk_record, row_chunk, stored_locator
+from affidavit.store.sqlite_rows import CHUNK_COLUMNS, chunk_record, row_chunk
 from affidavit.store.sqlite_texts import (
     VersionTexts,
     blob_span,
     deflate,
     pack_blob,
     sire_json_stored,
-    stored_chunk_text,
     unpack_blob,
     version_text_row,
 )
@@ -99,6 +102,9 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             # spans of their blob's text.
             self._conn.create_function("affidavit_deflate", 1, deflate, deterministic=True)
             self._conn.create_function("affidavit_blob_span", 4, blob_span,
+                                       deterministic=True)
+            # For migration 18, which stores derived labels in their compact form.
+            self._conn.create_function("affidavit_compact_derived", 1, compact_derived_json,
                                        deterministic=True)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
@@ -260,22 +266,8 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (t, b.version_id, b.node_id, b.blob.raw_digest, b.fingerprint, b.title, b.alias,
              b.metadata_json, b.declared_label, b.witness, b.run_id, b.created_at))
-        conn.executemany(
-            "INSERT INTO paragraph_labels VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(t, b.version_id, pl.index, start, end, pl.label, json.dumps(list(pl.reasons)))
-             for pl, start, end in b.paragraph_labels])
-        # With the labels of each chunk's title, path and headings (migration 12), in the
-        # row as it is inserted: a row that grows after its insert splits its page.
-        conn.executemany(
-            f"INSERT INTO chunks ({CHUNK_INSERT_COLUMNS}, derived_json) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
-            [(t, c.chunk_id, c.version_id, c.node_id, c.ordinal, c.start, c.end,
-              stored_chunk_text(b.normalized_text, c.start, c.end, c.text), c.label,
-              json.dumps(list(c.heading_path), ensure_ascii=False), stored_locator(c, b.alias),
-              "" if c.witness == b.witness else c.witness, b.chunk_lengths[c.chunk_id],
-              b.label_epoch, derived_to_json(c.derived))
-             for c in b.chunks])
-        write_postings(conn, t, b.version_id, [c.chunk_id for c in b.chunks], b.postings)
+        write_paragraph_labels(conn, t, b.version_id, b.paragraph_labels)
+        write_postings(conn, t, write_chunk_rows(conn, b), b.postings)
         conn.executemany("INSERT INTO acl_tokens VALUES (?, ?, ?)",
                          [(t, b.version_id, token) for token in sorted(set(b.acl_tokens))])
         conn.execute(
@@ -382,10 +374,7 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
         return [str(r[0]) for r in rows]
 
     def paragraph_labels(self, tenant: str, version_id: str) -> list[ParagraphLabel]:
-        rows = self._read("SELECT idx, label, reasons_json FROM paragraph_labels WHERE "
-                          "tenant_id = ? AND version_id = ? ORDER BY idx", (tenant, version_id))
-        return [ParagraphLabel(int(str(r[0])), str(r[1]), tuple(json.loads(str(r[2]))))
-                for r in rows]
+        return read_paragraph_labels(self._read, tenant, version_id)
 
     def corpus_generation(self, tenant: str) -> int:
         rows = self._read("SELECT generation FROM lexical_stats WHERE tenant_id = ?", (tenant,))

@@ -69,19 +69,10 @@ def _term_keys_by_rows(conn: sqlite3.Connection, tenant: str, unique: Sequence[s
     return keys
 
 
-def write_postings(conn: sqlite3.Connection, tenant: str, version_id: str,
-                   chunk_ids: Sequence[str],
+def write_postings(conn: sqlite3.Connection, tenant: str, chunk_keys: Mapping[str, int],
                    postings: Mapping[str, tuple[tuple[str, int], ...]]) -> None:
-    """Give the version's new chunks their keys and write their postings.
-
-    A chunk row is keyed by id and version: an unchanged chunk of an edited document has
-    the id of its row in the previous version, and each row has its own key."""
-    first = int(conn.execute("SELECT COALESCE(MAX(chunk_key), 0) + 1 FROM chunks").fetchone()[0])
-    chunk_keys = {chunk_id: first + i for i, chunk_id in enumerate(sorted(chunk_ids))}
-    conn.executemany("UPDATE chunks SET chunk_key = ? WHERE tenant_id = ? AND chunk_id = ? "
-                     "AND version_id = ?",
-                     [(key, tenant, chunk_id, version_id)
-                      for chunk_id, key in chunk_keys.items()])
+    """Write the postings of a version's new chunk rows, named by their keys (the rows'
+    rowids, given as they were inserted: :mod:`affidavit.store.sqlite_chunks`)."""
     keys = term_keys(conn, tenant, [term for pairs in postings.values() for term, _ in pairs],
                      create=True)
     conn.executemany(
