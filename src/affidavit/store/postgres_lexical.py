@@ -98,20 +98,22 @@ def choose_plan(conn: Connection, authz: AuthzContext, term_idf: Mapping[str, fl
     head = (terms, [float(term_idf[t]) for t in terms])
     scoring = (k1, b, b, avg_length)
     tail = (authz.tenant, terms, limit)
-    row = conn.execute("SELECT count(*) FROM postings WHERE tenant_id = %s "
-                       "AND term = ANY(%s::text[])", (authz.tenant, terms)).fetchone()
+    # One statement counts both: the postings, then (from SMALL_POSTINGS on) the readable
+    # chunks up to the cap those postings set.
+    ids, ids_params = readable_chunks(authz)
+    row = conn.execute(
+        "WITH n AS (SELECT count(*) AS postings FROM postings WHERE tenant_id = %s "
+        "AND term = ANY(%s::text[])) SELECT n.postings, CASE WHEN n.postings >= %s THEN "
+        f"(SELECT count(*) FROM ({ids} LIMIT (SELECT %s * postings + 1 FROM n)) r) END "
+        "FROM n",
+        (authz.tenant, terms, SMALL_POSTINGS, *ids_params, READABLE_PER_POSTING)).fetchone()
     postings = int(row[0]) if row else 0
-    readable: int | None = None
-    if postings >= SMALL_POSTINGS:
-        ids, ids_params = readable_chunks(authz)
-        cap = READABLE_PER_POSTING * postings
-        row = conn.execute(f"SELECT count(*) FROM ({ids} LIMIT %s) r",
-                           (*ids_params, cap + 1)).fetchone()
-        readable = int(row[0]) if row else 0
-        if readable <= cap:
-            chunks, _ = readable_chunks(authz, with_length=True)
-            return LexicalPlan("by readable chunk", postings, readable,
-                               readable_bm25_query(chunks),
-                               (*head, *ids_params, *scoring, *tail))
+    readable = None if row is None or row[1] is None else int(row[1])
+    if postings == 0:
+        return None
+    if readable is not None and readable <= READABLE_PER_POSTING * postings:
+        chunks, _ = readable_chunks(authz, with_length=True)
+        return LexicalPlan("by readable chunk", postings, readable,
+                           readable_bm25_query(chunks), (*head, *ids_params, *scoring, *tail))
     return LexicalPlan("by posting", postings, readable, bm25_query(visible),
                        (*head, *scoring, *visible_params, *tail))
