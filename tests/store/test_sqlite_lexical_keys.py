@@ -64,8 +64,9 @@ def rows_term_keys(conn: sqlite3.Connection, tenant: str, terms: Sequence[str], 
 
 
 def rows_write_postings(conn: sqlite3.Connection, tenant: str, chunk_keys: Mapping[str, int],
-                        postings: Mapping[str, tuple[tuple[str, int], ...]]) -> None:
-    """The previous write of a version's postings, row by row."""
+                        postings: Mapping[str, tuple[tuple[str, int], ...]], *,
+                        known: object = None) -> None:
+    """The previous write of a version's postings, row by row, every key read from SQLite."""
     keys = rows_term_keys(conn, tenant,
                           [term for pairs in postings.values() for term, _ in pairs], create=True)
     conn.executemany(

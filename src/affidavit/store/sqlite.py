@@ -267,7 +267,9 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
             (t, b.version_id, b.node_id, b.blob.raw_digest, b.fingerprint, b.title, b.alias,
              b.metadata_json, b.declared_label, b.witness, b.run_id, b.created_at))
         write_paragraph_labels(conn, t, b.version_id, b.paragraph_labels)
-        write_postings(conn, t, write_chunk_rows(conn, b), b.postings)
+        batch = self._batch()
+        write_postings(conn, t, write_chunk_rows(conn, b), b.postings,
+                       known=batch.term_keys if batch is not None else None)
         conn.executemany("INSERT INTO acl_tokens VALUES (?, ?, ?)",
                          [(t, b.version_id, token) for token in sorted(set(b.acl_tokens))])
         conn.execute(

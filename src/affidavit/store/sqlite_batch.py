@@ -56,6 +56,12 @@ class IngestBatch:
         self._opened_at = 0.0
         self._timer: threading.Timer | None = None
         self.commits = 0
+        # (tenant, term) -> key of lexical terms this connection has read or written. A
+        # committed term's key never changes (no row of lexical_terms is updated or deleted),
+        # so it is looked up once per batch connection, not once per document. A unit that
+        # rolls back, or a commit that fails, may have taken back keys given here: the whole
+        # memory is dropped then (see forget_term_keys).
+        self.term_keys: dict[tuple[str, str], int] = {}
 
     @contextmanager
     def unit(self) -> Iterator[sqlite3.Connection]:
@@ -67,6 +73,7 @@ class IngestBatch:
             try:
                 yield self.conn
             except BaseException:
+                self.forget_term_keys()
                 self.conn.execute("ROLLBACK TO unit")
                 self.conn.execute("RELEASE unit")
                 raise
@@ -116,11 +123,15 @@ class IngestBatch:
         self._timer.daemon = True
         self._timer.start()
 
+    def forget_term_keys(self) -> None:
+        self.term_keys = {}
+
     def _commit(self) -> None:
         self._cancel_timer()
         try:
             self.conn.execute("COMMIT")
         except sqlite3.Error as exc:
+            self.forget_term_keys()
             raise StoreError(f"cannot commit an ingest batch: {exc}") from exc
         finally:
             self._open = self.conn.in_transaction

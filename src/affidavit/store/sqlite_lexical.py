@@ -18,6 +18,8 @@ from collections.abc import Iterator, Mapping, Sequence
 
 # Host parameters per statement, under SQLite's limit on every version we support.
 _PARAMS = 500
+# Term keys a connection remembers (term_keys' ``known``) before it starts again.
+TERM_KEYS_KEPT = 1_000_000
 
 
 def _slices(items: Sequence[str], size: int = _PARAMS) -> Iterator[Sequence[str]]:
@@ -30,12 +32,32 @@ def _marks(n: int) -> str:
 
 
 def term_keys(conn: sqlite3.Connection, tenant: str, terms: Sequence[str], *,
-              create: bool) -> dict[str, int]:
+              create: bool, known: dict[tuple[str, str], int] | None = None) -> dict[str, int]:
     """Keys of ``terms`` in ``tenant``; with ``create``, new terms get one, in term order.
+
+    ``known`` holds keys already read on this connection (an ingest batch's memory): only the
+    other terms go to SQLite, and their keys are added to it. A term missing from it is
+    inserted if new and looked up either way, so the keys given are the same with or without.
 
     The terms go to SQLite as one JSON array: it inserts and looks them up in C, where a
     row per term through Python cost several times as much."""
     unique = sorted(set(terms))
+    if known is None:
+        return _term_keys_in_sql(conn, tenant, unique, create=create)
+    missing = [term for term in unique if (tenant, term) not in known]
+    if missing:
+        if len(known) > TERM_KEYS_KEPT:
+            known.clear()
+        for term, key in _term_keys_in_sql(conn, tenant, missing, create=create).items():
+            known[(tenant, term)] = key
+    return {term: known[(tenant, term)] for term in unique if (tenant, term) in known}
+
+
+def _term_keys_in_sql(conn: sqlite3.Connection, tenant: str, unique: Sequence[str], *,
+                      create: bool) -> dict[str, int]:
+    """:func:`term_keys` for sorted distinct terms, all read from SQLite."""
+    if not unique:
+        return {}
     if "\x00" in "".join(unique):
         # SQLite's JSON reader ends a string at an escaped NUL, so such a term would be read
         # as another, shorter one. The tokenizer never emits one; a row per term keeps it.
@@ -70,11 +92,13 @@ def _term_keys_by_rows(conn: sqlite3.Connection, tenant: str, unique: Sequence[s
 
 
 def write_postings(conn: sqlite3.Connection, tenant: str, chunk_keys: Mapping[str, int],
-                   postings: Mapping[str, tuple[tuple[str, int], ...]]) -> None:
+                   postings: Mapping[str, tuple[tuple[str, int], ...]], *,
+                   known: dict[tuple[str, str], int] | None = None) -> None:
     """Write the postings of a version's new chunk rows, named by their keys (the rows'
-    rowids, given as they were inserted: :mod:`affidavit.store.sqlite_chunks`)."""
+    rowids, given as they were inserted: :mod:`affidavit.store.sqlite_chunks`); ``known``
+    as :func:`term_keys` takes it."""
     keys = term_keys(conn, tenant, [term for pairs in postings.values() for term, _ in pairs],
-                     create=True)
+                     create=True, known=known)
     conn.executemany(
         "INSERT INTO lexical_postings (term_key, chunk_key, tf) VALUES (?, ?, ?)",
         sorted((keys[term], chunk_keys[chunk_id], tf)
