@@ -218,6 +218,10 @@ def main() -> int:
                         help="embedding backend whose ingest throughput is measured")
     parser.add_argument("--vector-sample", type=int, default=1000,
                         help="chunks embedded for the throughput figure (0: all)")
+    parser.add_argument("--stop-after", default="all", choices=["ingest", "search", "all"],
+                        help="end after the ingest figures, or after the SQL search figures "
+                             "(to measure code from before issue 19, whose approve-all is "
+                             "quadratic and which has no in-memory index)")
     args = parser.parse_args()
     settings = Settings(
         authz=AuthzSettings(tuples=(
@@ -244,7 +248,8 @@ def main() -> int:
         # CPU time too: on a shared machine the wall time also measures the neighbours.
         print(f"ingest: {chunks} chunks from {summary.count('ingested')} documents in "
               f"{elapsed:.1f} s = {chunks / elapsed:.0f} chunks/s (CPU {cpu:.1f} s = "
-              f"{chunks / max(cpu, 1e-9):.0f} chunks per CPU second)")
+              f"{chunks / max(cpu, 1e-9):.0f} chunks per CPU second); load average "
+              f"{os.getloadavg()[0]:.2f}")
         for counter in ("write_bytes", "wchar"):
             if counter in after:
                 written = after[counter] - before[counter]
@@ -254,6 +259,9 @@ def main() -> int:
         size = database_bytes(db)
         print(f"database: {size / 1e6:.1f} MB for {text_bytes / 1e6:.1f} MB of text = "
               f"{size / max(text_bytes, 1):.2f} bytes per byte of text")
+        if args.stop_after == "ingest":
+            store.close()
+            return 0
         measure_vectors(store, settings, args.vectors, args.vector_sample)
         engine = Engine(store, settings)
         authz = engine.authz_context(PRINCIPAL)
@@ -270,6 +278,9 @@ def main() -> int:
                    for _ in range(args.queries)]
         time_search(engine, queries, "search, full path, SQL postings (a one-shot CLI "
                     "process: Engine.search with no in-memory index)")
+        if args.stop_after == "search":
+            store.close()
+            return 0
         served = Engine(store, settings, memory_index=True)
         t0 = time.perf_counter()
         served.search(PRINCIPAL, queries[0], limit=10)  # builds the index: not timed below
