@@ -95,7 +95,8 @@ class PostgresStore(PostgresIngestLocks, GovernanceTables, VectorTables, ApiKeyT
     how the application role is derived); ``app_dsn`` names the application connection
     explicitly. ``exact_vector_threshold`` is the number of readable chunks up to which
     vector search scans exactly instead of walking the HNSW index, and ``ef_search`` the
-    HNSW candidate list of that walk (larger: better recall, slower).
+    HNSW candidate list of that walk for a caller who may read everything; it grows as the
+    readable fraction falls (:func:`~affidavit.store.postgres_vectors.plan_vector_search`).
     """
 
     backend = "postgres"
