@@ -56,12 +56,12 @@ class IngestBatch:
         self._opened_at = 0.0
         self._timer: threading.Timer | None = None
         self.commits = 0
-        # (tenant, term) -> key of lexical terms this connection has read or written. A
+        # tenant -> term -> key of lexical terms this connection has read or written. A
         # committed term's key never changes (no row of lexical_terms is updated or deleted),
         # so it is looked up once per batch connection, not once per document. A unit that
         # rolls back, or a commit that fails, may have taken back keys given here: the whole
         # memory is dropped then (see forget_term_keys).
-        self.term_keys: dict[tuple[str, str], int] = {}
+        self.term_keys: dict[str, dict[str, int]] = {}
 
     @contextmanager
     def unit(self) -> Iterator[sqlite3.Connection]:

@@ -32,25 +32,26 @@ def _marks(n: int) -> str:
 
 
 def term_keys(conn: sqlite3.Connection, tenant: str, terms: Sequence[str], *,
-              create: bool, known: dict[tuple[str, str], int] | None = None) -> dict[str, int]:
+              create: bool, known: dict[str, dict[str, int]] | None = None) -> dict[str, int]:
     """Keys of ``terms`` in ``tenant``; with ``create``, new terms get one, in term order.
 
-    ``known`` holds keys already read on this connection (an ingest batch's memory): only the
-    other terms go to SQLite, and their keys are added to it. A term missing from it is
-    inserted if new and looked up either way, so the keys given are the same with or without.
+    ``known`` holds keys already read on this connection, by tenant then term (an ingest
+    batch's memory): only the other terms go to SQLite, and their keys are added to it. A
+    term missing from it is inserted if new and looked up either way, so the keys given are
+    the same with or without it.
 
     The terms go to SQLite as one JSON array: it inserts and looks them up in C, where a
     row per term through Python cost several times as much."""
     unique = sorted(set(terms))
     if known is None:
         return _term_keys_in_sql(conn, tenant, unique, create=create)
-    missing = [term for term in unique if (tenant, term) not in known]
+    kept = known.setdefault(tenant, {})
+    missing = [term for term in unique if term not in kept]
     if missing:
-        if len(known) > TERM_KEYS_KEPT:
-            known.clear()
-        for term, key in _term_keys_in_sql(conn, tenant, missing, create=create).items():
-            known[(tenant, term)] = key
-    return {term: known[(tenant, term)] for term in unique if (tenant, term) in known}
+        if len(kept) > TERM_KEYS_KEPT:
+            kept.clear()
+        kept.update(_term_keys_in_sql(conn, tenant, missing, create=create))
+    return {term: kept[term] for term in unique if term in kept}
 
 
 def _term_keys_in_sql(conn: sqlite3.Connection, tenant: str, unique: Sequence[str], *,
@@ -93,7 +94,7 @@ def _term_keys_by_rows(conn: sqlite3.Connection, tenant: str, unique: Sequence[s
 
 def write_postings(conn: sqlite3.Connection, tenant: str, chunk_keys: Mapping[str, int],
                    postings: Mapping[str, tuple[tuple[str, int], ...]], *,
-                   known: dict[tuple[str, str], int] | None = None) -> None:
+                   known: dict[str, dict[str, int]] | None = None) -> None:
     """Write the postings of a version's new chunk rows, named by their keys (the rows'
     rowids, given as they were inserted: :mod:`affidavit.store.sqlite_chunks`); ``known``
     as :func:`term_keys` takes it."""
