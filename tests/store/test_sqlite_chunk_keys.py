@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from tests.store.layout_17 import downgrade_to_17
+from tests.store.test_store_contract import STAFF, T, bundle
 
 from affidavit.classify.derived import HEADING_WITHHELD, TITLE_WITHHELD
 from affidavit.config import DEFAULT_LABELS, SensitivitySettings, Settings
@@ -185,3 +187,20 @@ def test_an_upgrade_that_fails_leaves_the_database_at_17(written: Path) -> None:
         assert conn.execute("SELECT type FROM sqlite_schema WHERE name = 'paragraph_labels'"
                             ).fetchone()[0] == "table"
         assert conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] > 0
+
+
+def test_a_version_holding_one_chunk_id_twice_is_refused_whole(tmp_path: Path) -> None:
+    # No index holds (version, chunk id) any more: each row's own key refuses the second.
+    first = bundle("n1", "v1", [("INTERNAL", "alpha beta", {"alpha": 1, "beta": 1}),
+                                ("RESTRICTED", "alpha secret", {"alpha": 1, "secret": 1})])
+    twice = replace(first.chunks[1], chunk_id=first.chunks[0].chunk_id)
+    store = SQLiteStore(tmp_path / "store.db")
+    try:
+        with pytest.raises(sqlite3.IntegrityError):
+            store.commit_version(replace(first, chunks=(first.chunks[0], twice)))
+        for table in ("versions", "chunks", "postings", "paragraph_labels", "blobs"):
+            assert store.count_rows(T, table) == 0, table
+        assert store.lexical_search(STAFF, {"alpha": 1.0, "secret": 1.0}, k1=1.2, b=0.75,
+                                    avg_length=2.0, limit=10) == []
+    finally:
+        store.close()
