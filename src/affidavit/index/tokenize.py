@@ -105,13 +105,30 @@ def _mark_pattern() -> str:
 
 
 @functools.cache
-def _token_pattern() -> re.Pattern[str]:
-    """The one tokenizing regex: group 1 is a word (clause ids joined), group 2 a CJK run."""
+def _joined_word() -> str:
+    """A word (letters, digits, combining marks; clause ids joined), as a regex."""
     word_char = f"[^\\W_{CJK_CLASS}]"
     word = f"{word_char}+(?:{_mark_pattern()}+{word_char}*)*"
-    joined_word = f"{word}(?:(?<=\\d)\\.(?=\\d){word})*"
+    return f"{word}(?:(?<=\\d)\\.(?=\\d){word})*"
+
+
+@functools.cache
+def _token_pattern() -> re.Pattern[str]:
+    """The one tokenizing regex: group 1 is a word (clause ids joined), group 2 a CJK run."""
     # Words first: they are the common case, and the classes are disjoint.
-    return re.compile(f"({joined_word})|([{CJK_CLASS}]+)")
+    return re.compile(f"({_joined_word()})|([{CJK_CLASS}]+)")
+
+
+@functools.cache
+def _word_pattern() -> re.Pattern[str]:
+    """Group 1 of :func:`_token_pattern` alone: in a text with no CJK character it finds the
+    same matches, as whole strings."""
+    return re.compile(_joined_word())
+
+
+@functools.cache
+def _cjk_character() -> re.Pattern[str]:
+    return re.compile(f"[{CJK_CLASS}]")
 
 
 def _normalize(text: str) -> str:
@@ -210,10 +227,21 @@ class Tokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         """Index terms of ``text``, in text order, repeats kept (they are term frequencies)."""
-        tokens: list[str] = []
+        normalized = _normalize(text)
         stop = self._stop_words
+        if _cjk_character().search(normalized) is None:
+            # Every match is a word: one list built in C, then stemmed through the cache.
+            words = _word_pattern().findall(normalized)
+            if stop:
+                words = [word for word in words if word not in stop]
+            if not self._algorithm:
+                return words
+            stems, stem_word = self._stems, self._stem_word
+            return [cached if (cached := stems.get(word)) is not None else stem_word(word)
+                    for word in words]
+        tokens: list[str] = []
         stem = self._stem_word if self._algorithm else None
-        for word, cjk_run in _token_pattern().findall(_normalize(text)):
+        for word, cjk_run in _token_pattern().findall(normalized):
             if cjk_run:
                 tokens.extend(g for g in cjk_grams(cjk_run) if g not in stop)
             elif word not in stop:
