@@ -143,9 +143,12 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def timed(label: str, calls: Sequence[Callable[[], object]], passes: int = 3) -> float:
     """Run every call ``passes`` times; print qps, p50/p99 (ms) and the CPU time p50 of the
-    fastest pass (on a shared machine the CPU time is the steadier figure)."""
+    fastest pass (on a shared machine the CPU time is the steadier figure), and the first
+    pass's q/s and p50: the in-memory index keeps the records of hits it read back, so
+    later passes find each query's hits kept."""
     best: list[float] = []
     best_cpu: list[float] = []
+    first: list[float] = []
     for _ in range(passes):
         latencies, cpu = [], []
         for call in calls:
@@ -153,13 +156,15 @@ def timed(label: str, calls: Sequence[Callable[[], object]], passes: int = 3) ->
             call()
             latencies.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
+        first = first or latencies
         if not best or sum(latencies) < sum(best):
             best, best_cpu = latencies, cpu
     qps = len(best) / sum(best)
     print(f"  {label}: {qps:,.0f} q/s, p50 {1000 * percentile(best, 50):.3f} ms, "
           f"p99 {1000 * percentile(best, 99):.3f} ms, CPU p50 "
           f"{1000 * percentile(best_cpu, 50):.3f} ms ({len(best) / sum(best_cpu):,.0f} q/s "
-          "of CPU time)")
+          f"of CPU time); first pass {len(first) / sum(first):,.0f} q/s, p50 "
+          f"{1000 * percentile(first, 50):.3f} ms")
     return qps
 
 
@@ -278,7 +283,8 @@ def governed_timings(store: SQLiteStore, settings: Settings, memory: MemoryIndex
     lexical.retriever = HybridRetriever(store, lexical.settings, backend=None, memory=memory)
     figures["full lexical"] = timed(
         "governed search, full path [Engine.search: authz context (cached per policy "
-        "generation) + lexical + chunks read back with their derived text + SIRE gate column]",
+        "generation) + lexical + chunks read back with their derived text (records kept per "
+        "corpus generation, the reader's mask checked) + SIRE state]",
         [lambda q=q: lexical.search(BENCH, q, limit=10) for q in texts])
     if backend is not None:  # already loaded: model loading is not timed
         hybrid = Engine(store, settings)
