@@ -21,14 +21,16 @@ CHUNK_COLUMNS = (
 )
 
 
-def row_chunk(row: Sequence[object], alias: object, derived_json: object) -> Chunk:
+def row_chunk(row: Sequence[object], alias: object, derived_json: object, *,
+              title: object = "") -> Chunk:
     """A chunk row (``CHUNK_COLUMNS``); its version's alias and the row's derived labels
-    rebuild a locator stored as '' (see :func:`stored_locator`)."""
+    rebuild a locator stored as '' (see :func:`stored_locator`). ``title``, the version's,
+    changes nothing here; given, the parse is the one the record's derived text reuses."""
     start, end = int(str(row[4])), int(str(row[5]))
     headings = heading_path(str(row[8]))
     locator = str(row[9])
     if not locator:
-        page = derived_from_json(derived_json, title="", alias=str(alias)).page
+        page = derived_from_json(derived_json, title=str(title), alias=str(alias)).page
         locator = format_locator(str(alias), page, headings, start, end)
     return Chunk(
         chunk_id=str(row[0]), node_id=str(row[1]), version_id=str(row[2]), ordinal=int(str(row[3])),
@@ -43,7 +45,8 @@ def chunk_record(authz: AuthzContext, row: tuple[object, ...]) -> ChunkRecord:
 
     A pure function of the context and the whole row (text, labels, head flag and all), kept
     for the hits that are read back again and again; the row was admitted by the query."""
-    return chunk_record_for(authz, row_chunk(row, row[12], row[16]), title=str(row[11]),
+    return chunk_record_for(authz, row_chunk(row, row[12], row[16], title=row[11]),
+                            title=str(row[11]),
                             alias=str(row[12]), source_id=str(row[13]),
                             source_system=str(row[14]), is_head=bool(row[15]),
                             derived_json=row[16])
