@@ -202,7 +202,8 @@ def load_sqlite(store: SQLiteStore, corpus: Corpus, path: Path) -> None:
     print(f"  ANALYZE: {time.perf_counter() - t0:.1f} s")
 
 
-def load_postgres(store: Any, corpus: Corpus, commit_sample: int, owner_dsn: str) -> None:
+def load_postgres(store: Any, corpus: Corpus, commit_sample: int, owner_dsn: str,
+                  hnsw: tuple[int, int] | None = None) -> None:
     """commit_version for a sample, then COPY; the HNSW index is built once at the end."""
     import psycopg
 
@@ -235,8 +236,10 @@ def load_postgres(store: Any, corpus: Corpus, commit_sample: int, owner_dsn: str
         rate("COPY fast path", counts["bulk"], spent["bulk"])
     rate("COPY vectors", counts["vectors"], spent["vectors"], "vectors")
     t0 = time.perf_counter()
-    store.ensure_vector_index(MODEL, DIM, build_memory="4GB")
-    print(f"  HNSW index build (maintenance_work_mem 4GB): {time.perf_counter() - t0:.1f} s")
+    graph = {} if hnsw is None else {"m": hnsw[0], "ef_construction": hnsw[1]}
+    store.ensure_vector_index(MODEL, DIM, build_memory="4GB", **graph)
+    print(f"  HNSW index build ({graph or 'store defaults'}, maintenance_work_mem 4GB): "
+          f"{time.perf_counter() - t0:.1f} s  [load average {load_average()}]")
     t0 = time.perf_counter()
     with psycopg.connect(owner_dsn, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
@@ -349,7 +352,7 @@ def bench_postgres(corpus: Corpus, args: argparse.Namespace, workdir: Path) -> N
         if reuse:
             print("  (database of an earlier run reused: no load)")
         else:
-            load_postgres(store, corpus, args.commit_sample, dsn)
+            load_postgres(store, corpus, args.commit_sample, dsn, args.hnsw)
         run_queries(store, corpus, args.queries, exact=exact, ef_values=args.ef_search,
                     explain=args.explain)
     finally:
@@ -379,6 +382,9 @@ def main() -> int:
                         help="shared_buffers of the server the benchmark starts ('' keeps "
                         "the default, 128MB, which holds neither the postings index nor "
                         "the HNSW graph of 1M chunks)")
+    parser.add_argument("--hnsw", type=lambda text: tuple(int(x) for x in text.split(",")),
+                        default=None, metavar="M,EF_CONSTRUCTION",
+                        help="graph of the HNSW index (default: the store's, 32,128)")
     parser.add_argument("--reuse", action="store_true",
                         help="query the databases an earlier run left in --workdir, no load")
     args = parser.parse_args()

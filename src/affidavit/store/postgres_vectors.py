@@ -157,11 +157,13 @@ class VectorTables(PostgresBase):
         return len(encoded)
 
     def ensure_vector_index(self, model_id: str, dim: int, *,
-                            build_memory: str | None = None) -> bool:
+                            build_memory: str | None = None, m: int = HNSW_M,
+                            ef_construction: int = HNSW_EF_CONSTRUCTION) -> bool:
         """Build the HNSW index of (model, dim) if missing and possible; True if it exists.
 
         ``build_memory`` (e.g. ``"2GB"``) raises ``maintenance_work_mem`` for the build:
-        a graph that does not fit in it is built far more slowly.
+        a graph that does not fit in it is built far more slowly. ``m`` and
+        ``ef_construction`` trade build time for recall (see :data:`HNSW_EF_CONSTRUCTION`).
         """
         name = hnsw_index_name(model_id, dim)
         with self._pool.connection() as conn:
@@ -177,8 +179,8 @@ class VectorTables(PostgresBase):
                 "CREATE INDEX IF NOT EXISTS {} ON vectors USING hnsw "
                 "((embedding::vector({})) vector_cosine_ops) WITH (m = {}, ef_construction = {}) "
                 "WHERE model_id = {} AND dim = {}"
-            ).format(sql.Identifier(name), sql.SQL(str(int(dim))), sql.SQL(str(HNSW_M)),
-                     sql.SQL(str(HNSW_EF_CONSTRUCTION)), sql.Literal(model_id),
+            ).format(sql.Identifier(name), sql.SQL(str(int(dim))), sql.SQL(str(int(m))),
+                     sql.SQL(str(int(ef_construction))), sql.Literal(model_id),
                      sql.Literal(int(dim))))
         return True
 
