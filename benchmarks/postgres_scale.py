@@ -261,9 +261,11 @@ def run_queries(store: Any, corpus: Corpus, n_queries: int, *, exact: Any = None
         print(f"  lexical {share:>3}: {summary}  ({sum(map(len, hits)) / len(hits):.1f} hits)")
         if explain and hasattr(store, "explain_lexical"):
             explain_lexical(store, retriever, authz, queries[0][0])
-        truth = None if exact is None else [exact.vector_search(authz, MODEL, v.tolist(),
-                                                                    limit=10)
-                                            for _, v in queries]
+        truth = None
+        if exact is not None:
+            truth, summary = timed([lambda v=v, a=authz: exact.vector_search(
+                a, MODEL, v.tolist(), limit=10) for _, v in queries])
+            print(f"  vector  {share:>3}: {summary}  always the exact scan (the reference)")
         for ef in ef_values or (getattr(store, "ef_search", 0),):
             if ef:
                 store.ef_search = ef
