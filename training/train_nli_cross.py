@@ -132,6 +132,10 @@ def main(argv: Sequence[str]) -> int:
                              "a run --max-minutes stopped; training.json records its steps)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--learning-rate", type=float, default=LEARNING_RATE)
+    parser.add_argument("--start-from", type=Path, default=None,
+                        help="a model directory this script wrote, to train further")
+    parser.add_argument("--offset", type=int, default=0,
+                        help="skip this many shuffled pairs (those an earlier run used)")
     parser.add_argument("--checkpoint-minutes", type=float, default=10.0)
     parser.add_argument("--dev-sample", type=int, default=600,
                         help="dev pairs scored at each checkpoint (progress only)")
@@ -151,7 +155,7 @@ def main(argv: Sequence[str]) -> int:
     pairs = read_pairs(args.data / "train.jsonl.gz")
     # Seeded shuffles for a reproducible sample and order, not secrets.
     random.Random(args.seed).shuffle(pairs)  # noqa: S311
-    pairs = pairs[:args.limit]
+    pairs = pairs[args.offset:args.offset + args.limit]
     dev = read_pairs(args.data / "dev.jsonl")
     random.Random(args.seed).shuffle(dev)  # noqa: S311
     dev = dev[:args.dev_sample]
@@ -161,7 +165,7 @@ def main(argv: Sequence[str]) -> int:
     print(json.dumps({"pairs": len(pairs), "by_source": dict(sorted(counts.items()))}),
           flush=True)
 
-    base = base_model_dir()
+    base = args.start_from or base_model_dir()
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     model = AutoModelForSequenceClassification.from_pretrained(
         str(base), num_labels=3,
@@ -233,7 +237,8 @@ def save(model: Any, tokenizer: Any, out: Path, steps: int, args: argparse.Names
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
     (out / "training.json").write_text(json.dumps({
-        "seed": args.seed, "limit": args.limit, "steps": steps, "batch": BATCH,
+        "seed": args.seed, "offset": args.offset, "limit": args.limit, "steps": steps,
+        "batch": BATCH, "start_from": str(args.start_from or "all-MiniLM-L6-v2"),
         "max_length": MAX_LENGTH, "learning_rate": args.learning_rate, "warmup": WARMUP,
         "weight_decay": WEIGHT_DECAY, "frozen": "word embeddings",
     }, indent=2) + "\n", encoding="utf-8")
