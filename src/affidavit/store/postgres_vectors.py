@@ -53,7 +53,9 @@ HNSW_EF_CONSTRUCTION = 128
 """The graph's links per node and build candidate list. pgvector's defaults (16, 64) gave
 recall@10 0.926 at the largest walk (``ef_search`` 1,000) for a caller reading 10% of
 100,000 chunks (``benchmarks/postgres_scale.py``); these give 0.966, and the walk is no
-slower. The build costs about five times as long. An index built before keeps its own."""
+slower. The build costs about five times as long: at 1,000,000 chunks on two shared cores
+the (16, 64) graph took 17 minutes, this one had reached a fifth of its rows after 18. An
+index built before keeps its own graph."""
 
 DEFAULT_EXACT_THRESHOLD = 20_000
 DEFAULT_EF_SEARCH = 200
