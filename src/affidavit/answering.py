@@ -124,7 +124,7 @@ def verify_and_emit(engine: Engine, trace: _Trace, request: ProviderRequest,
     inputs = evaluate_layers(guarded, request, response, answer, claims,
                              engine.settings.provider, role=trace.role)
     # The trained entailment layer runs in process on the evidence already shown to the
-    # model (no call leaves the process); unavailable without the minilm extra.
+    # model (no call leaves the process); unavailable without the nli extra.
     from affidavit.answer.nli import nli_input
 
     inputs = (*inputs, nli_input(claims, by_src))

@@ -20,7 +20,7 @@ def test_a_claim_its_evidence_states_is_verified_with_every_layer_recorded() -> 
     line = result.to_dict()
     assert line["id"] == "c1" and line["status"] == "VERIFIED" and line["reasons"] == []
     assert {"citation", "l2_atoms", "l2_coverage", "l2_polarity", "nli"} <= set(line["layers"])
-    # The trained nli layer runs where the minilm extra is installed, else it is recorded
+    # The trained nli layer runs where the nli extra is installed, else it is recorded
     # unavailable; either way the claim stays VERIFIED.
     assert line["layers"]["nli"]["available"] is not isinstance(load_verifier(), str)
 

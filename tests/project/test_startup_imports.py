@@ -18,7 +18,8 @@ import pytest
 # command that does not use them must never load.
 HEAVY = ("numpy", "httpx", "pypdf", "asyncssh", "defusedxml", "cryptography", "fastapi",
          "starlette", "uvicorn", "jinja2", "llama_cpp", "tenacity", "tqdm", "rich", "yaml",
-         "pydantic", "psycopg", "sentence_transformers", "torch", "opentelemetry.sdk")
+         "pydantic", "psycopg", "sentence_transformers", "torch", "opentelemetry.sdk",
+         "onnxruntime", "tokenizers")
 # The command implementations behind the parser: imported when their command runs.
 STAGES = ("affidavit.config", "affidavit.query", "affidavit.ingest", "affidavit.store",
           "affidavit.index", "affidavit.answer", "affidavit.extract", "affidavit.sources",

