@@ -28,8 +28,8 @@ to it in ``../shared/data/nli``; one thread each, 51 and 10 minutes here)::
 then ``python training/export_nli_cross.py --model /tmp/affidavit-nli-cross-2`` writes the
 packaged ONNX file and its calibrated thresholds. The second run was kept over the first
 because its support balanced accuracy on the calibration half of NLI dev was higher
-(0.7325 against 0.727). Needs ``torch`` and ``transformers`` (not project dependencies;
-the runtime uses ONNX Runtime only).
+(0.7325 against 0.727, both read through the joined premise only). Needs ``torch`` and
+``transformers`` (not project dependencies; the runtime uses ONNX Runtime only).
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from affidavit.answer.nli import (
     model_digest,
     nli_input,
     premise_units,
+    split_sentences,
 )
 from affidavit.answer.verify import (
     PARTIALLY_VERIFIED,
@@ -117,10 +118,11 @@ def test_labels_are_recorded_and_replayed_and_unlabelled_records_keep_their_shap
     assert "labels" not in LayerInput(NLI, {0: 0.9}, {0: "x"}).to_dict()
 
 
-def test_the_premise_is_the_sentences_sharing_most_terms_with_the_claim_in_order() -> None:
+def test_the_premises_are_the_best_sentence_and_those_sharing_most_terms_in_order() -> None:
     sentences = ["Trains run hourly.", "The hotel limit is GBP 185.", "Taxis need receipts.",
                  "London hotels are expensive.", "The limit applies in London."]
     assert premise_units("The hotel limit in London is GBP 185.", sentences) == [
+        "The hotel limit is GBP 185.",
         "The hotel limit is GBP 185. London hotels are expensive. The limit applies in London."]
     assert premise_units("x", ["Only one sentence."]) == ["Only one sentence."]
     assert premise_units("x", ["  ", ""]) == []
@@ -186,6 +188,37 @@ def test_a_changed_number_or_a_dropped_negation_is_a_contradiction(stated: str,
     verifier = _verifier()
     other = verifier.score(changed, [stated])
     assert other is not None and other.label == "CONTRADICT"
+
+
+HOTELS = """Hotels MUST be booked through the travel portal, room only, standard room.
+
+Section 4.2. The nightly hotel limit, meaning the maximum room rate per night excluding
+breakfast and local taxes, is:
+
+| Location | Maximum per night |
+| --- | --- |
+| London (inside the M25) | GBP 185 |
+| Edinburgh, Manchester, Bristol | GBP 140 |
+| Other UK locations | GBP 120 |
+| Europe (EU capitals) | EUR 210 |
+| New York | USD 340 |
+| Other international | GBP 175 |
+
+Section 4.3. A stay above the limit in Section 4.2 requires written pre-approval from the
+colleague's Head of Department, recorded in the travel portal before booking.
+
+Section 4.4. Breakfast up to GBP 15 per night may be claimed when it is not included in the
+room rate."""
+
+
+@pytest.mark.nli
+def test_a_claim_quoting_one_cited_sentence_is_supported_among_its_neighbours() -> None:
+    # The example travel policy: read only inside the joined premise, the quoted sentence
+    # was NEUTRAL and lowered the extractive answer to "the nightly hotel limit" to PARTIAL.
+    claim = ("Breakfast up to GBP 15 per night may be claimed when it is not included in "
+             "the room rate.")
+    score = _verifier().score(claim, split_sentences(HOTELS))
+    assert score is not None and score.label == "SUPPORT" and score.premises == 2
 
 
 @pytest.mark.nli
