@@ -158,6 +158,14 @@ def test_the_model_loads_offline_and_scores_deterministically() -> None:
     assert alone.scores[1] == first.scores[1] and alone.details[1] == first.details[1]
 
 
+@pytest.mark.nli
+def test_a_claim_longer_than_the_model_window_is_scored_not_failed() -> None:
+    verifier = _verifier()
+    claim = " ".join(["The nightly hotel limit in London is GBP 185 for every traveller"] * 30)
+    score = verifier.score(claim, ["The nightly hotel limit in London is GBP 185."])
+    assert score is not None and 0.0 <= score.support <= 1.0
+
+
 CHANGED = [
     ("The nightly hotel limit in London is GBP 185.",
      "The nightly hotel limit in London is GBP 250."),

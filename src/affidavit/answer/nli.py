@@ -190,7 +190,10 @@ def load_encoder(model: Path, tokenizer_file: Path, threads: int = THREADS) -> C
     tokenizers = importlib.import_module("tokenizers")
     tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_file))
     tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=MAX_LENGTH, strategy="only_first")
+    # Longest first: the premise is cut while it is the longer side, exactly as "only
+    # first" would for an ordinary claim, and a claim longer than the window is cut too
+    # instead of failing the whole check.
+    tokenizer.enable_truncation(max_length=MAX_LENGTH, strategy="longest_first")
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
