@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import tomllib
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,8 @@ from affidavit.answer.nli import (
     SETTINGS_FILE,
     TOKENIZER_FILE,
     NliVerifier,
+    checked_layer,
+    load_encoder,
     load_verifier,
     model_digest,
     nli_input,
@@ -164,6 +167,20 @@ def test_a_claim_longer_than_the_model_window_is_scored_not_failed() -> None:
     claim = " ".join(["The nightly hotel limit in London is GBP 185 for every traveller"] * 30)
     score = verifier.score(claim, ["The nightly hotel limit in London is GBP 185."])
     assert score is not None and 0.0 <= score.support <= 1.0
+
+
+@pytest.mark.nli
+def test_a_runtime_failure_records_the_layer_unavailable_without_the_text() -> None:
+    verifier = _verifier()
+    folder = Path(str(resources.files("affidavit.answer")))
+    encoder = load_encoder(folder / MODEL_FILE, folder / TOKENIZER_FILE)
+    encoder.tokenizer.no_truncation()  # past 512 positions the model itself refuses
+    broken = NliVerifier(encoder, verifier.thresholds)
+    secret = "Tarnwick " * 700
+    claims = extract_claims(f"{secret}costs GBP 185 [src:a1b2c3d4].")
+    layer = checked_layer(broken, claims, EVIDENCE)
+    assert layer.unavailable and "nli model failed" in layer.unavailable
+    assert "Tarnwick" not in str(layer.to_dict())
 
 
 CHANGED = [

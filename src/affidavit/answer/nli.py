@@ -256,4 +256,17 @@ def nli_input(claims: Sequence[Claim], evidence: Mapping[str, EvidenceItem]) -> 
         return LayerInput.missing(NLI, verifier)
     if not claims:
         return LayerInput.missing(NLI, "the answer has no claims")
-    return verifier.layer(claims, evidence)
+    return checked_layer(verifier, claims, evidence)
+
+
+def checked_layer(verifier: NliVerifier, claims: Sequence[Claim],
+                  evidence: Mapping[str, EvidenceItem]) -> LayerInput:
+    """The verifier's layer, or the layer recorded unavailable when the runtime fails on
+    this input: like a model layer whose provider fails, it then lowers nothing and says
+    so, rather than ending the whole check. Only the error's type is recorded, since a
+    runtime's message may quote the text it was given."""
+    try:
+        return verifier.layer(claims, evidence)
+    except Exception as exc:  # any runtime failure is reported, not raised
+        return LayerInput.missing(NLI, f"the nli model failed on this input "
+                                       f"({type(exc).__name__})")
