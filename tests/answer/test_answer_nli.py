@@ -183,6 +183,17 @@ def test_a_runtime_failure_records_the_layer_unavailable_without_the_text() -> N
     assert "Tarnwick" not in str(layer.to_dict())
 
 
+@pytest.mark.nli
+@pytest.mark.parametrize("quote", ["Printers closing notes.", "printers   closing notes"])
+def test_a_claim_quoting_a_sentence_of_its_evidence_is_supported(quote: str) -> None:
+    verifier = _verifier()
+    sentences = ["Printers closing notes.", "The board meets in spring."]
+    score = verifier.score(quote, sentences)
+    assert score is not None and score.label == "SUPPORT"
+    changed = verifier.score("Printers closing notes are late.", sentences)
+    assert changed is not None and changed.support < 1.0
+
+
 CHANGED = [
     ("The nightly hotel limit in London is GBP 185.",
      "The nightly hotel limit in London is GBP 250."),
@@ -260,7 +271,8 @@ def test_the_trained_layer_never_raises_a_status_the_other_layers_set() -> None:
 @pytest.mark.nli
 def test_the_layer_reads_only_the_evidence_a_claim_cites() -> None:
     verifier = _verifier()
-    claims = extract_claims(f"The nightly hotel limit in London is GBP 185 [src:{SRC}].")
+    # Not a verbatim quote of the cited sentence, so the model reads it.
+    claims = extract_claims(f"In London the nightly hotel limit is GBP 185 [src:{SRC}].")
     uncited = EvidenceItem(OTHER, OTHER + "0" * 56, "n2", "Old policy", "",
                            "The nightly hotel limit in London is GBP 90.", "RESTRICTED")
     alone = verifier.layer(claims, EVIDENCE)

@@ -131,6 +131,11 @@ class NliVerifier:
         premises = premise_units(claim, sentences)
         if not premises or not claim.strip():
             return None
+        if _quoted(claim, premises):
+            # A claim that is one of its evidence's sentences word for word is what the
+            # evidence says; the model's reading of short quotes (a heading, a fragment)
+            # is the least reliable part of it, and must not lower a verbatim quote.
+            return NliScore(SUPPORT, 1.0, 0.0, len(premises))
         probabilities = self.encoder.probabilities(premises, claim)
         support = round(float(probabilities[:, 0].max()), 6)
         contradict = round(float(probabilities[:, 1].max()), 6)
@@ -154,6 +159,18 @@ class NliVerifier:
             details[claim.index] = result.detail
             labels[claim.index] = result.label
         return LayerInput(NLI, scores, details, labels=labels)
+
+
+def _quoted(claim: str, premises: Sequence[str]) -> bool:
+    """Whether the claim is one of the premises' sentences, ignoring case, spacing and
+    the closing punctuation."""
+    wanted = _plain(claim)
+    return bool(wanted) and any(_plain(sentence) == wanted for premise in premises
+                                for sentence in split_sentences(premise))
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.casefold().split()).rstrip(".!?;: ")
 
 
 def decide(support: float, contradict: float, thresholds: Thresholds) -> str:
