@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -51,6 +52,11 @@ def test_the_access_log_does_not_confirm_a_guessed_principal(
     with (caplog.at_level(logging.INFO, logger="affidavit.access"),
           telemetry_service.client(telemetry_deployment.keys["sam"]) as client):
         assert client.post("/v1/search", json={"query": "travel"}).status_code == 200
+        # The server logs the request after its response has gone: wait for the record.
+        deadline = time.monotonic() + 10
+        while (not any(r.name == "affidavit.access" for r in caplog.records)
+               and time.monotonic() < deadline):
+            time.sleep(0.02)
     hashes = {str(getattr(r, "principal_hash", "")) for r in caplog.records
               if r.name == "affidavit.access"}
     assert hashes - {""}, "the access log names the caller by a hash"

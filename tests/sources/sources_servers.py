@@ -194,11 +194,13 @@ class SftpServer:
     def __exit__(self, *exc: object) -> None:
         if self._loop.is_closed():
             return  # already stopped by the test itself
-        if self._acceptor is not None:
-            self._acceptor.close()
-
+        acceptor = self._acceptor
+        if acceptor is not None:
+            # Closed on the loop's own thread: asyncio servers are not thread-safe, and a
+            # close from here raced the loop's handling of a dropped connection.
             async def closed() -> None:
-                await self._acceptor.wait_closed()
+                acceptor.close()
+                await acceptor.wait_closed()
 
             asyncio.run_coroutine_threadsafe(closed(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
