@@ -18,7 +18,9 @@ from affidavit.config import Settings, VectorSettings
 from affidavit.errors import AuthorizationError
 from affidavit.index import HashEmbeddingBackend, MemoryIndex, SQLiteSnapshotSource, embed_missing
 from affidavit.retrieval import HybridHit, HybridRetriever, rrf_fuse, sire_gate
+from affidavit.retrieval.hybrid import channels_exact
 from affidavit.store import SQLiteStore
+from affidavit.store.base import VectorHit
 
 HASH = VectorSettings(backend="hash", dimensions=64)
 
@@ -48,6 +50,14 @@ def test_hits_are_fused_from_both_channels_with_their_ranks(tmp_path: Path,
     first = hits[0].explain()
     assert set(first) >= {"lexical_rank", "lexical_score", "vector_rank", "vector_score",
                           "fused_score"}
+    assert first["vector_exact"] is True  # SQLite scans the readable vectors exactly
+
+
+def test_one_approximate_vector_ranking_marks_the_hits_not_exact() -> None:
+    exact = (VectorHit("a", 0.9), VectorHit("b", 0.8))
+    assert channels_exact((exact, ())) is True
+    assert channels_exact((exact, (VectorHit("c", 0.7, exact=False),))) is False
+    assert channels_exact(()) is True
 
 
 def test_memory_and_store_paths_give_the_same_hits(tmp_path: Path) -> None:

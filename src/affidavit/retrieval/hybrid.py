@@ -42,6 +42,9 @@ class HybridHit(ScoredChunk):
     vector_score: float | None = None
     fused_rank: int = 0
     queries: tuple[int, ...] = ()  # indexes of the rewritten queries that found it
+    # Whether the vector channel's rankings were the exact top-k of the caller's readable
+    # chunks (False where an approximate index answered); None without a vector channel.
+    vector_exact: bool | None = None
 
     @property
     def fused_score(self) -> float:
@@ -53,7 +56,8 @@ class HybridHit(ScoredChunk):
         return {"chunk_id": self.chunk.chunk_id, "fused_rank": self.fused_rank,
                 "fused_score": self.score, "lexical_rank": self.lexical_rank,
                 "lexical_score": self.lexical_score, "vector_rank": self.vector_rank,
-                "vector_score": self.vector_score, "queries": list(self.queries)}
+                "vector_score": self.vector_score, "vector_exact": self.vector_exact,
+                "queries": list(self.queries)}
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,11 @@ def _best(rankings: Sequence[Sequence[LexicalHit | VectorHit]]) -> dict[str, tup
             if hit.chunk_id not in best or rank < best[hit.chunk_id][0]:
                 best[hit.chunk_id] = (rank, hit.score)
     return best
+
+
+def channels_exact(rankings: Sequence[Sequence[VectorHit]]) -> bool:
+    """Whether every vector ranking is the exact top-k (an empty ranking is exact)."""
+    return all(hit.exact for hits in rankings for hit in hits)
 
 
 def _found_by(channels: ChannelRankings) -> dict[str, tuple[int, ...]]:
@@ -181,6 +190,7 @@ class HybridRetriever:
             with stage("query.retrieve.vector", about) as span:
                 vector = tuple(tuple(r) for r in self.vector_hits(authz, queries, limit=depth))
                 span.set_attribute("affidavit.hits", sum(len(h) for h in vector))
+                span.set_attribute("affidavit.vector.exact", channels_exact(vector))
         return ChannelRankings(queries, lexical, vector)
 
     # ------------------------------------------------------------------ search
@@ -205,6 +215,7 @@ class HybridRetriever:
                    reader.get_chunks(authz, [f.item_id for f in fused])}
         lexical, vector = _best(channels.lexical), _best(channels.vector)
         found = _found_by(channels)
+        exact = channels_exact(channels.vector) if self.backend is not None else None
         hits: list[HybridHit] = []
         for item in fused:
             record = records.get(item.item_id)
@@ -216,5 +227,5 @@ class HybridRetriever:
                 score=item.score, lexical_rank=lex[0] if lex else None,
                 lexical_score=lex[1] if lex else None, vector_rank=vec[0] if vec else None,
                 vector_score=vec[1] if vec else None, fused_rank=len(hits) + 1,
-                queries=found.get(item.item_id, ())))
+                queries=found.get(item.item_id, ()), vector_exact=exact))
         return hits
