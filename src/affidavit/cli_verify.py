@@ -37,15 +37,11 @@ def add_verify_claims_command(sub: Any, common: argparse.ArgumentParser) -> None
 
 def check_claim_lines(lines: list[str], *, threshold: float) -> list[ClaimCheck]:
     """Check every non-blank line; :class:`InputRejected` names the first bad line."""
-    from affidavit.answer.check import check_claim, parse_claim_line
+    from affidavit.answer.check import check_claims, parse_claim_line
 
-    checks: list[ClaimCheck] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        claim_id, claim, evidence = parse_claim_line(line, number)
-        checks.append(check_claim(claim_id, claim, evidence, threshold=threshold))
-    return checks
+    requests = [parse_claim_line(line, number)
+                for number, line in enumerate(lines, start=1) if line.strip()]
+    return check_claims(requests, threshold=threshold)
 
 
 def cmd_verify_claims(ctx: Context) -> int:

@@ -37,6 +37,7 @@ from affidavit.answer.nli import (
     load_verifier,
     model_digest,
     nli_input,
+    nli_inputs,
     premise_units,
     split_sentences,
 )
@@ -159,6 +160,28 @@ def test_the_model_loads_offline_and_scores_deterministically() -> None:
     # A claim's scores do not depend on the claims checked with it.
     alone = verifier.layer(claims[1:], EVIDENCE)
     assert alone.scores[1] == first.scores[1] and alone.details[1] == first.details[1]
+
+
+@pytest.mark.nli
+def test_claims_scored_side_by_side_give_the_bytes_they_give_one_by_one() -> None:
+    # Several claims run on one-thread sessions in parallel, one claim on the two-thread
+    # session: each claim is its own batch, so the path must not change a bit.
+    verifier = _verifier()
+    evidence = split_sentences(EVIDENCE[SRC].text)
+    items = [("The nightly hotel limit in London is GBP 250.", evidence),
+             ("Breakfast is included in the hotel limit.", evidence),
+             ("Hotels in Paris cost nothing at all.", evidence),
+             ("The limit is GBP 185 a night in London.", evidence),
+             ("No evidence here.", [])]
+    together = verifier.score_many(items)
+    assert together[4] is None
+    for (claim, sentences), joint in zip(items, together, strict=True):
+        assert verifier.score(claim, sentences) == joint
+    layers = nli_inputs([(_verified_claims(), EVIDENCE), ((), EVIDENCE),
+                         (_verified_claims()[1:], EVIDENCE)])
+    assert layers[0] == nli_input(_verified_claims(), EVIDENCE)
+    assert layers[1].unavailable == "the answer has no claims"
+    assert layers[2].scores == {1: layers[0].scores[1]}
 
 
 @pytest.mark.nli

@@ -16,7 +16,7 @@ from affidavit.answer.atoms import extract_atoms
 from affidavit.answer.claims import Claim
 from affidavit.answer.evidence import EvidenceItem
 from affidavit.answer.layers import NLI, LayerInput
-from affidavit.answer.nli import nli_input
+from affidavit.answer.nli import nli_input, nli_inputs
 from affidavit.answer.text import normalize_space
 from affidavit.answer.verify import ClaimVerdict, verify_claims
 from affidavit.errors import InputRejected
@@ -50,6 +50,26 @@ def evidence_items(sentences: Sequence[str]) -> dict[str, EvidenceItem]:
     return items
 
 
+def claim_subject(claim: str, evidence: Sequence[str]) -> tuple[Claim, dict[str, EvidenceItem]]:
+    """The claim as one cited claim of an answer, and its evidence items."""
+    text = normalize_space(claim)
+    if not text:
+        raise InputRejected("EMPTY_CLAIM", "the claim is empty")
+    items = evidence_items([s for s in evidence if s.strip()])
+    return Claim(index=0, text=text, start=0, end=len(text), citations=tuple(items),
+                 atoms=extract_atoms(text)), items
+
+
+def check_claims(requests: Sequence[tuple[str, str, Sequence[str]]], *,
+                 threshold: float = 0.6) -> list[ClaimCheck]:
+    """:func:`check_claim` of each (id, claim, evidence); the ``nli`` layer scores them
+    all side by side first (the same bytes as one by one)."""
+    subjects = [claim_subject(claim, evidence) for _, claim, evidence in requests]
+    layers = nli_inputs([([subject], items) for subject, items in subjects])
+    return [check_claim(claim_id, claim, evidence, threshold=threshold, layer_inputs=(layer,))
+            for (claim_id, claim, evidence), layer in zip(requests, layers, strict=True)]
+
+
 def check_claim(claim_id: str, claim: str, evidence: Sequence[str], *,
                 threshold: float = 0.6,
                 layer_inputs: Sequence[LayerInput] = ()) -> ClaimCheck:
@@ -57,12 +77,7 @@ def check_claim(claim_id: str, claim: str, evidence: Sequence[str], *,
 
     The trained ``nli`` layer runs unless ``layer_inputs`` already carry one (recorded
     unavailable without the nli extra)."""
-    text = normalize_space(claim)
-    if not text:
-        raise InputRejected("EMPTY_CLAIM", "the claim is empty")
-    items = evidence_items([s for s in evidence if s.strip()])
-    subject = Claim(index=0, text=text, start=0, end=len(text), citations=tuple(items),
-                    atoms=extract_atoms(text))
+    subject, items = claim_subject(claim, evidence)
     inputs = tuple(layer_inputs)
     if all(layer.name != NLI for layer in inputs):
         inputs = (*inputs, nli_input([subject], items))

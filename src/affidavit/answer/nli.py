@@ -27,6 +27,7 @@ import importlib
 import json
 import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -56,8 +57,10 @@ half of NLI dev it did better than the joined premise alone (support balanced ac
 0.739 against 0.733 for the shipped model), and a sentence quoted verbatim is then
 supported even when its neighbours confuse the model; it costs about 1.5 times the CPU."""
 THREADS = 2
-"""ONNX Runtime threads per session: fixed, so the work is split the same way on every run
-(idle threads sleep rather than spin, so a busy machine loses nothing to them)."""
+"""ONNX Runtime threads of the session that scores one claim (idle threads sleep rather
+than spin, so a busy machine loses nothing to them)."""
+WORKERS = 2
+"""One-thread sessions that score several claims side by side."""
 EXTRA = "install the 'nli' extra: pip install 'affidavit[nli]'"
 
 Matrix = npt.NDArray[np.float32]
@@ -88,16 +91,45 @@ class NliScore:
 
 
 class CrossEncoder:
-    """The ONNX model and its tokenizer: (premise, claim) pairs to probabilities."""
+    """The ONNX model and its tokenizer: (premise, claim) pairs to probabilities.
 
-    def __init__(self, session: Any, tokenizer: Any) -> None:
+    One claim's premises run on one session with :data:`THREADS` threads. Several claims
+    are shared out over :data:`WORKERS` sessions of one thread each, run side by side: a
+    claim's few short premises are too small a run to keep two threads busy, two runs keep
+    two cores busy. A claim is still one batch of its own, so its bytes are the same on
+    either path.
+    """
+
+    def __init__(self, session: Any, tokenizer: Any, make_worker: Any = None) -> None:
         self.session = session
         self.tokenizer = tokenizer
         self._names = {i.name for i in session.get_inputs()}
+        self._make_worker = make_worker
+        self._workers: list[Any] = []
         self._lock = threading.Lock()
 
     def probabilities(self, premises: Sequence[str], claim: str) -> Matrix:
         """Rows of (SUPPORT, CONTRADICT, NEUTRAL) probabilities, one per premise."""
+        return self._run(self.session, premises, claim)
+
+    def probabilities_many(self, jobs: Sequence[tuple[Sequence[str], str]]) -> list[Matrix]:
+        """:meth:`probabilities` of each (premises, claim), in order, run side by side."""
+        workers = self._worker_sessions() if len(jobs) > 1 else []
+        if len(workers) < 2:
+            return [self._run(self.session, premises, claim) for premises, claim in jobs]
+        shares = [list(jobs[i::len(workers)]) for i in range(len(workers))]
+        with ThreadPoolExecutor(len(workers)) as pool:  # ONNX Runtime frees the GIL
+            done = list(pool.map(lambda job: [self._run(job[0], p, c) for p, c in job[1]],
+                                 zip(workers, shares, strict=True)))
+        return [done[i % len(workers)][i // len(workers)] for i in range(len(jobs))]
+
+    def _worker_sessions(self) -> list[Any]:
+        with self._lock:
+            if not self._workers and self._make_worker is not None:
+                self._workers = [self._make_worker() for _ in range(WORKERS)]
+            return self._workers
+
+    def _run(self, session: Any, premises: Sequence[str], claim: str) -> Matrix:
         if not premises:
             return np.zeros((0, 3), dtype=np.float32)
         with self._lock:  # the Rust tokenizer is shared; keep one caller at a time
@@ -111,7 +143,7 @@ class CrossEncoder:
             mask[row, :len(e.ids)] = 1
             types[row, :len(e.ids)] = e.type_ids
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        logits = np.asarray(self.session.run(
+        logits = np.asarray(session.run(
             None, {k: v for k, v in feed.items() if k in self._names})[0], dtype=np.float64)
         logits -= logits.max(axis=1, keepdims=True)
         exp = np.exp(logits)
@@ -128,37 +160,60 @@ class NliVerifier:
 
     def score(self, claim: str, sentences: Sequence[str]) -> NliScore | None:
         """The claim against its selected premises; ``None`` without evidence."""
-        premises = premise_units(claim, sentences)
-        if not premises or not claim.strip():
-            return None
-        if _quoted(claim, premises):
-            # A claim that is one of its evidence's sentences word for word is what the
-            # evidence says; the model's reading of short quotes (a heading, a fragment)
-            # is the least reliable part of it, and must not lower a verbatim quote.
-            return NliScore(SUPPORT, 1.0, 0.0, len(premises))
-        probabilities = self.encoder.probabilities(premises, claim)
-        support = round(float(probabilities[:, 0].max()), 6)
-        contradict = round(float(probabilities[:, 1].max()), 6)
-        return NliScore(decide(support, contradict, self.thresholds), support, contradict,
-                        len(premises))
+        return self.score_many([(claim, sentences)])[0]
+
+    def score_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[NliScore | None]:
+        """:meth:`score` of each (claim, sentences), in order; claims run side by side."""
+        out: list[NliScore | None] = [None] * len(items)
+        pending: list[tuple[int, list[str], str]] = []
+        for position, (claim, sentences) in enumerate(items):
+            premises = premise_units(claim, sentences)
+            if not premises or not claim.strip():
+                continue
+            if _quoted(claim, premises):
+                # A claim that is one of its evidence's sentences word for word is what the
+                # evidence says; the model's reading of short quotes (a heading, a
+                # fragment) is the least reliable part of it, and must not lower a
+                # verbatim quote.
+                out[position] = NliScore(SUPPORT, 1.0, 0.0, len(premises))
+                continue
+            pending.append((position, premises, claim))
+        matrices = self.encoder.probabilities_many([(p, c) for _, p, c in pending])
+        for (position, premises, _), probabilities in zip(pending, matrices, strict=True):
+            support = round(float(probabilities[:, 0].max()), 6)
+            contradict = round(float(probabilities[:, 1].max()), 6)
+            out[position] = NliScore(decide(support, contradict, self.thresholds), support,
+                                     contradict, len(premises))
+        return out
 
     def layer(self, claims: Sequence[Claim], evidence: Mapping[str, EvidenceItem]) -> LayerInput:
         """The ``nli`` layer input: per claim, its SUPPORT probability and label. Only the
         evidence a claim cites is read, and only numbers and labels are recorded."""
-        by_src = {src.lower(): item for src, item in evidence.items()}
-        scores: dict[int, float] = {}
-        details: dict[int, str] = {}
-        labels: dict[int, str] = {}
-        for claim in claims:
-            sentences = [sentence for src in claim.citations if src in by_src
-                         for sentence in split_sentences(by_src[src].text)]
-            result = self.score(claim.text, sentences)
+        return self.layers([(claims, evidence)])[0]
+
+    def layers(self, answers: Sequence[tuple[Sequence[Claim], Mapping[str, EvidenceItem]]]
+               ) -> list[LayerInput]:
+        """:meth:`layer` of each (claims, evidence), all their claims run side by side."""
+        items: list[tuple[str, list[str]]] = []
+        owners: list[tuple[int, int]] = []
+        for position, (claims, evidence) in enumerate(answers):
+            by_src = {src.lower(): item for src, item in evidence.items()}
+            for claim in claims:
+                sentences = [sentence for src in claim.citations if src in by_src
+                             for sentence in split_sentences(by_src[src].text)]
+                items.append((claim.text, sentences))
+                owners.append((position, claim.index))
+        scores: list[dict[int, float]] = [{} for _ in answers]
+        details: list[dict[int, str]] = [{} for _ in answers]
+        labels: list[dict[int, str]] = [{} for _ in answers]
+        for (position, index), result in zip(owners, self.score_many(items), strict=True):
             if result is None:
                 continue
-            scores[claim.index] = result.support
-            details[claim.index] = result.detail
-            labels[claim.index] = result.label
-        return LayerInput(NLI, scores, details, labels=labels)
+            scores[position][index] = result.support
+            details[position][index] = result.detail
+            labels[position][index] = result.label
+        return [LayerInput(NLI, scores[i], details[i], labels=labels[i])
+                for i in range(len(answers))]
 
 
 def _quoted(claim: str, premises: Sequence[str]) -> bool:
@@ -211,14 +266,17 @@ def load_encoder(model: Path, tokenizer_file: Path, threads: int = THREADS) -> C
     # first" would for an ordinary claim, and a claim longer than the window is cut too
     # instead of failing the whole check.
     tokenizer.enable_truncation(max_length=MAX_LENGTH, strategy="longest_first")
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.log_severity_level = 3
-    session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
-    return CrossEncoder(session, tokenizer)
+
+    def session(count: int) -> Any:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = count
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3
+        return ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+
+    return CrossEncoder(session(threads), tokenizer, lambda: session(1))
 
 
 def read_thresholds(path: Path) -> Thresholds:
@@ -274,6 +332,23 @@ def nli_input(claims: Sequence[Claim], evidence: Mapping[str, EvidenceItem]) -> 
     if not claims:
         return LayerInput.missing(NLI, "the answer has no claims")
     return checked_layer(verifier, claims, evidence)
+
+
+def nli_inputs(answers: Sequence[tuple[Sequence[Claim], Mapping[str, EvidenceItem]]]
+               ) -> list[LayerInput]:
+    """:func:`nli_input` of each (claims, evidence), their claims run side by side. When
+    the runtime fails on the whole set, each answer is tried alone, so one bad input makes
+    only its own layer unavailable."""
+    verifier = load_verifier()
+    if isinstance(verifier, str):
+        return [LayerInput.missing(NLI, verifier) for _ in answers]
+    try:
+        layers = verifier.layers([a for a in answers if a[0]])
+    except Exception:  # retried one by one below, each failure recorded on its own
+        return [nli_input(claims, evidence) for claims, evidence in answers]
+    found = iter(layers)
+    return [next(found) if claims else LayerInput.missing(NLI, "the answer has no claims")
+            for claims, _ in answers]
 
 
 def checked_layer(verifier: NliVerifier, claims: Sequence[Claim],
