@@ -122,11 +122,10 @@ def test_labels_are_recorded_and_replayed_and_unlabelled_records_keep_their_shap
     assert "labels" not in LayerInput(NLI, {0: 0.9}, {0: "x"}).to_dict()
 
 
-def test_the_premises_are_the_best_sentence_and_those_sharing_most_terms_in_order() -> None:
+def test_the_premise_is_the_sentences_sharing_most_terms_joined_in_order() -> None:
     sentences = ["Trains run hourly.", "The hotel limit is GBP 185.", "Taxis need receipts.",
                  "London hotels are expensive.", "The limit applies in London."]
     assert premise_units("The hotel limit in London is GBP 185.", sentences) == [
-        "The hotel limit is GBP 185.",
         "The hotel limit is GBP 185. London hotels are expensive. The limit applies in London."]
     assert premise_units("x", ["Only one sentence."]) == ["Only one sentence."]
     assert premise_units("x", ["  ", ""]) == []
@@ -227,20 +226,39 @@ CHANGED = [
 
 @pytest.mark.nli
 @pytest.mark.parametrize(("stated", "changed"), CHANGED)
-def test_a_changed_number_or_a_dropped_negation_is_not_supported(stated: str,
-                                                                 changed: str) -> None:
+def test_a_changed_number_or_a_dropped_negation_is_not_verified(stated: str,
+                                                                changed: str) -> None:
     verifier = _verifier()
     same = verifier.score(stated, [stated])
     other = verifier.score(changed, [stated])
     assert same is not None and other is not None
-    assert same.label == "SUPPORT" and other.label != "SUPPORT"
+    assert same.label == "SUPPORT"
     assert other.contradict > same.contradict and other.support < same.support
+    # With every layer (the atoms and polarity checks beside the model) it is not VERIFIED.
+    assert check_claim("c", changed, [stated]).verdict.status != VERIFIED
 
 
 @pytest.mark.nli
-@pytest.mark.xfail(reason="the shipped model is undertrained: 0.62 three-way accuracy on the "
-                          "held NLI dev half; such pairs stay below the calibrated "
-                          "contradiction threshold (NEUTRAL, which still lowers the claim)")
+def test_a_changed_number_is_not_supported_by_the_model_alone() -> None:
+    stated, changed = CHANGED[0]
+    other = _verifier().score(changed, [stated])
+    assert other is not None and other.label != "SUPPORT"
+
+
+@pytest.mark.nli
+@pytest.mark.xfail(reason="the model alone gives the dropped negation support 0.52 and "
+                          "contradiction 0.46: above the calibrated support threshold (0.29), "
+                          "below the contradiction one; the polarity layer catches it")
+def test_a_dropped_negation_is_not_supported_by_the_model_alone() -> None:
+    stated, changed = CHANGED[1]
+    other = _verifier().score(changed, [stated])
+    assert other is not None and other.label != "SUPPORT"
+
+
+@pytest.mark.nli
+@pytest.mark.xfail(reason="0.70 three-way accuracy on the held NLI dev half: such pairs stay "
+                          "below the calibrated contradiction threshold (0.85), so the model "
+                          "says NEUTRAL or SUPPORT; the atoms and polarity layers catch them")
 @pytest.mark.parametrize(("stated", "changed"), CHANGED)
 def test_a_changed_number_or_a_dropped_negation_is_a_contradiction(stated: str,
                                                                    changed: str) -> None:
@@ -277,7 +295,7 @@ def test_a_claim_quoting_one_cited_sentence_is_supported_among_its_neighbours() 
     claim = ("Breakfast up to GBP 15 per night may be claimed when it is not included in "
              "the room rate.")
     score = _verifier().score(claim, split_sentences(HOTELS))
-    assert score is not None and score.label == "SUPPORT" and score.premises == 2
+    assert score is not None and score.label == "SUPPORT" and score.premises == 1
 
 
 @pytest.mark.nli
