@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import threading
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -74,7 +75,11 @@ Labels = tuple[tuple[str, str], ...]
 class _Series:
     value: float = 0.0
     count: int = 0
+    # Observations per bucket: [i] holds those above bound i-1 and up to bound i, the last
+    # those above every bound (the export cumulates them).
     buckets: list[int] = field(default_factory=list)
+    attributes: dict[str, str] = field(default_factory=dict)  # the OpenTelemetry attributes
+    instrument: object = None
 
 
 class Registry:
@@ -110,22 +115,24 @@ class Registry:
 
     def add(self, name: str, amount: float = 1.0, attributes: Mapping[str, str] | None = None
             ) -> None:
-        spec, labels = SPECS[name], tuple(sorted((attributes or {}).items()))
-        instrument = self._instrument(spec)
+        spec = SPECS[name]
+        labels: Labels = tuple(sorted(attributes.items())) if attributes else ()
+        series = self._series.get((name, labels))
+        if series is None:
+            instrument = self._instrument(spec)
+            with self._lock:
+                series = self._series.setdefault((name, labels), _Series(
+                    buckets=[0] * (len(spec.buckets) + 1), attributes=dict(labels),
+                    instrument=instrument))
         with self._lock:
-            series = self._series.setdefault((name, labels), _Series())
             series.value += amount
             series.count += 1
-            if spec.kind == "histogram":
-                if not series.buckets:
-                    series.buckets = [0] * len(spec.buckets)
-                for i, bound in enumerate(spec.buckets):
-                    if amount <= bound:
-                        series.buckets[i] += 1
+            if spec.buckets:  # the first bucket whose bound holds it (cumulated on export)
+                series.buckets[bisect_left(spec.buckets, amount)] += 1
         if spec.kind == "counter":
-            instrument.add(amount, dict(labels))  # type: ignore[attr-defined]
+            series.instrument.add(amount, series.attributes)  # type: ignore[attr-defined]
         else:
-            instrument.record(amount, dict(labels))  # type: ignore[attr-defined]
+            series.instrument.record(amount, series.attributes)  # type: ignore[attr-defined]
 
     def set_gauge(self, name: str, value: float, attributes: Mapping[str, str] | None = None
                   ) -> None:
@@ -163,7 +170,9 @@ class Registry:
             if spec.kind == "counter":
                 out.append(f"{base}{_labels(labels)} {_number(series.value)}")
                 continue
-            for bound, hits in zip(spec.buckets, series.buckets, strict=True):
+            hits = 0
+            for bound, in_bucket in zip(spec.buckets, series.buckets, strict=False):
+                hits += in_bucket
                 out.append(f"{base}_bucket{_labels(labels, le=_number(bound))} {hits}")
             out.append(f"{base}_bucket{_labels(labels, le='+Inf')} {series.count}")
             out.append(f"{base}_sum{_labels(labels)} {_number(series.value)}")

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         ProviderResponse,
     )
     from affidavit.answer.template import PromptTemplate
+    from affidavit.identity.active import ActiveSireStates
     from affidavit.index.boundary import Boundary
     from affidavit.ledger.record import LedgerWriter
     from affidavit.references.citations import CitationDrafts
@@ -202,6 +203,13 @@ class Engine:
         return LedgerWriter(self.store)
 
     @functools.cached_property
+    def sire_states(self) -> ActiveSireStates:
+        """Versions with an ACTIVE SIRE, read once per policy generation."""
+        from affidavit.identity.active import ActiveSireStates
+
+        return ActiveSireStates(self.store)
+
+    @functools.cached_property
     def egress(self) -> ModelEgress:
         from affidavit.retrieval.egress import ModelEgress
 
@@ -235,8 +243,7 @@ class Engine:
 
             hits, _, via = expand_hits(self.store, self.retriever, authz, query, hits,
                                        depth=reference_depth, limit=limit)
-        active = self.store.active_sire_versions(self.tenant,
-                                                 [h.chunk.version_id for h in hits])
+        active = self.sire_states.active(self.tenant, (h.chunk.version_id for h in hits))
         return [self._hit(h, h.chunk.version_id in active, _via(via.get(h.chunk.chunk_id)))
                 for h in hits]
 

@@ -123,6 +123,35 @@ def test_a_new_generation_is_seen_by_the_next_search(tmp_path: Path) -> None:
     assert memory.tenant_index(settings.tenant).generation > before
 
 
+def test_a_pinned_search_ranks_and_reads_back_at_one_generation(tmp_path: Path) -> None:
+    """Inside ``pinned`` a thread's calls share the index current on entry (the generation
+    is read once); a commit in between is seen by the next search, not half-way through."""
+    settings = governed_settings()
+    store = ingest(tmp_path, synthetic_documents(8), settings)
+    memory = MemoryIndex(SQLiteSnapshotSource(store), store)
+    authz = context(store, settings, "user:alice")
+    reads: list[int] = []
+    source = memory.source
+    real = source.corpus_generation
+
+    def counted(tenant: str) -> int:
+        reads.append(1)
+        return real(tenant)
+
+    source.corpus_generation = counted  # type: ignore[method-assign]
+    with memory.pinned(settings.tenant) as index:
+        Ingestor(store, settings).run([StaticSource([document(
+            "new-1", "A zeppelin policy.", acl=("group:staff#member",))])])
+        assert memory.lexical_search(authz, ["zeppelin"], k1=1.2, b=0.75, limit=5) == []
+        with memory.pinned(settings.tenant) as inner:  # nested: the outer pin holds
+            assert inner is index
+        assert memory.get_chunks(authz, []) == []
+        assert memory.tenant_index(settings.tenant) is index
+    assert len(reads) == 1
+    hits = memory.lexical_search(authz, ["zeppelin"], k1=1.2, b=0.75, limit=5)
+    assert len(hits) == 1 and memory.tenant_index(settings.tenant) is not index
+
+
 def test_another_tenants_context_sees_nothing(corpus: tuple[SQLiteStore, Settings]) -> None:
     store, settings = corpus
     memory = MemoryIndex(SQLiteSnapshotSource(store), store)

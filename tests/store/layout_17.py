@@ -58,7 +58,7 @@ def object_form(stored: object) -> str | None:
 
 
 def downgrade_to_17(path: Path) -> None:
-    """Rewrite the 18 layout of ``path`` as 17 had it (in one transaction)."""
+    """Rewrite the 18 (and 19) layout of ``path`` as 17 had it (in one transaction)."""
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.create_function("object_form", 1, object_form)
@@ -85,7 +85,9 @@ def downgrade_to_17(path: Path) -> None:
         conn.execute("DROP VIEW paragraph_labels")
         conn.execute("DROP TABLE paragraph_label_sets")
         conn.execute("ALTER TABLE paragraph_labels_17 RENAME TO paragraph_labels")
-        conn.execute("DELETE FROM schema_migrations WHERE version = 18")
+        for event in ("insert", "update", "delete"):  # migration 19's, over the 18 layout
+            conn.execute(f"DROP TRIGGER IF EXISTS sire_{event}_policy_generation")
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 18")
         conn.execute("COMMIT")
     finally:
         conn.close()

@@ -175,6 +175,45 @@ def test_active_sire_versions_are_those_with_an_active_record_of_the_tenant(
     assert store.active_sire_versions(T, ["v1"]) == set()
 
 
+def test_every_sire_change_moves_the_policy_generation(store: Store) -> None:
+    """SIRE states are remembered per policy generation (affidavit.identity.active): every
+    write to a tenant's SIRE rows, by any path, must move it, and only that tenant's."""
+    store.ensure_tenant(T)
+    store.ensure_tenant("tenant-b")
+    other = store.policy_generation("tenant-b")
+    seen = [store.policy_generation(T)]
+    store.commit_version(bundle("n1", "v1", [("INTERNAL", "x", {"x": 1})]))  # proposes one
+    store.commit_version(bundle("n2", "v2", [("INTERNAL", "y", {"y": 1})]))
+    seen.append(store.policy_generation(T))
+    ids = sorted(r.sire_id for r in store.list_sire(T, state="PROPOSED"))
+    store.set_sire_state(T, ids[0], state="ACTIVE", by="alice", at=NOW)
+    seen.append(store.policy_generation(T))
+    store.activate_sire(T, ids, by="alice", at=NOW)  # both in one statement
+    seen.append(store.policy_generation(T))
+    store.set_sire_state(T, ids[0], state="PROPOSED", by="alice", at=NOW)
+    seen.append(store.policy_generation(T))
+    assert None not in seen and len(set(seen)) == len(seen)
+    assert store.policy_generation("tenant-b") == other
+
+
+def test_remembered_sire_states_follow_every_change(store: Store) -> None:
+    from affidavit.identity.active import ActiveSireStates
+
+    store.commit_version(bundle("n1", "v1", [("INTERNAL", "x", {"x": 1})]))
+    store.commit_version(bundle("n2", "v2", [("INTERNAL", "y", {"y": 1})]))
+    states = ActiveSireStates(store)
+    assert states.active(T, ["v1", "v2", "v-none"]) == set()
+    by_version = {r.version_id: r.sire_id for r in store.list_sire(T, state="PROPOSED")}
+    store.set_sire_state(T, by_version["v1"], state="ACTIVE", by="alice", at=NOW)
+    assert states.active(T, ["v1", "v2"]) == {"v1"}  # the very next read
+    assert states.active(T, ["v2", "v1"]) == {"v1"}  # remembered, same answer
+    store.set_sire_state(T, by_version["v1"], state="PROPOSED", by="alice", at=NOW)
+    store.activate_sire(T, [by_version["v2"]], by="alice", at=NOW)
+    assert states.active(T, ["v1", "v2"]) == {"v2"}
+    assert states.active("tenant-b", ["v2"]) == set()
+    assert states.active(T, []) == set()
+
+
 def test_ledger_chain_and_append_only(store: Store) -> None:
     first = store.append_ledger(T, record_id="r1", request_id="q1", created_at=NOW, payload="{}")
     second = store.append_ledger(T, record_id="r2", request_id="q2", created_at=NOW,

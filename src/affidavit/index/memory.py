@@ -18,7 +18,8 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -277,7 +278,9 @@ class MemoryIndex:
     """Per-tenant in-memory indexes, keyed by corpus generation; thread-safe.
 
     Every call reads the tenant's generation from the source first (one small query), so a
-    committed, superseded or withdrawn document is reflected by the very next search.
+    committed, superseded or withdrawn document is reflected by the very next search. Inside
+    :meth:`pinned` the calls of one thread share one read: a search ranks and reads back at
+    one generation.
     """
 
     def __init__(self, source: SnapshotSource, store: Store) -> None:
@@ -286,9 +289,33 @@ class MemoryIndex:
         self._tenants: dict[str, TenantIndex] = {}
         self._vectors: dict[tuple[str, str], TenantVectors] = {}
         self._lock = threading.Lock()
+        self._pins = threading.local()
+
+    @contextmanager
+    def pinned(self, tenant: str) -> Iterator[TenantIndex]:
+        """This thread's calls for ``tenant`` use the index current on entry until exit:
+        every channel of one search and its read-back see one corpus generation (and the
+        generation is read once, not once per call)."""
+        pins: dict[str, TenantIndex] | None = getattr(self._pins, "pins", None)
+        if pins is None:
+            pins = self._pins.pins = {}
+        if tenant in pins:  # nested: the outer pin holds
+            yield pins[tenant]
+            return
+        pins[tenant] = index = self.tenant_index(tenant)
+        try:
+            yield index
+        finally:
+            del pins[tenant]
 
     def tenant_index(self, tenant: str) -> TenantIndex:
-        """The current index of ``tenant``, rebuilt when its generation moved."""
+        """The current index of ``tenant``, rebuilt when its generation moved (or the
+        thread's pinned one, see :meth:`pinned`)."""
+        pins: dict[str, TenantIndex] | None = getattr(self._pins, "pins", None)
+        if pins:
+            pinned = pins.get(tenant)
+            if pinned is not None:
+                return pinned
         generation = self.source.corpus_generation(tenant)
         current = self._tenants.get(tenant)
         if current is not None and current.generation == generation:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -206,13 +207,16 @@ class HybridRetriever:
             # so fusion can return nothing beyond its first ``limit``; ranking deeper only
             # made hits to throw away.
             depth = min(depth, limit)
-        channels = self._rankings(authz, queries, depth=depth)
-        fused = rrf_fuse(channels.id_rankings(), k=self.settings.retrieval.rrf_k, limit=limit)
-        # Read back with authz applied again: by the store, or by the in-memory index's
-        # mask for the generation its rankings were scored at (records kept per generation).
-        reader = self.store if self.memory is None else self.memory
-        records = {r.chunk.chunk_id: r for r in
-                   reader.get_chunks(authz, [f.item_id for f in fused])}
+        with (nullcontext() if self.memory is None else self.memory.pinned(authz.tenant)):
+            channels = self._rankings(authz, queries, depth=depth)
+            fused = rrf_fuse(channels.id_rankings(), k=self.settings.retrieval.rrf_k,
+                             limit=limit)
+            # Read back with authz applied again: by the store, or by the in-memory index's
+            # mask for the generation its rankings were scored at (pinned for this search;
+            # records kept per generation).
+            reader = self.store if self.memory is None else self.memory
+            records = {r.chunk.chunk_id: r for r in
+                       reader.get_chunks(authz, [f.item_id for f in fused])}
         lexical, vector = _best(channels.lexical), _best(channels.vector)
         found = _found_by(channels)
         exact = channels_exact(channels.vector) if self.backend is not None else None

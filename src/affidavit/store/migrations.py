@@ -541,4 +541,13 @@ CREATE VIEW paragraph_labels (tenant_id, version_id, idx, start_offset, end_offs
     json_extract(p.value, '$[3]'), json_extract(p.value, '$[4]')
     FROM paragraph_label_sets s, json_each(s.labels_json) p;
 """),
+    Migration(19, "sire_policy_generation", """
+-- A SIRE's state decides whether its document may ground an answer: it is policy too. Every
+-- change to the sire table bumps the tenant's policy generation, so what is remembered of
+-- SIRE states (affidavit.identity.active) is keyed by it like an authorization context.
+""" + "".join(f"""
+CREATE TRIGGER sire_{event.lower()}_policy_generation AFTER {event} ON sire
+BEGIN INSERT INTO policy_generations VALUES ({row}.tenant_id, 1)
+      ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1; END;
+""" for event, row in (("INSERT", "NEW"), ("DELETE", "OLD"), ("UPDATE", "NEW")))),
 )

@@ -458,6 +458,23 @@ CREATE INDEX chunks_readable ON chunks (tenant_id, version_id)
 DROP INDEX chunks_version;
 """
 
+# A SIRE's state decides whether its document may ground an answer: it is policy too, and
+# every change to the sire table bumps the tenant's policy generation (what is remembered of
+# SIRE states, affidavit.identity.active, is keyed by it). Once per statement over the
+# tenants it touched, not once per row: approving a million SIREs is one bump.
+_SIRE_POLICY_GENERATION = """
+CREATE FUNCTION affidavit_bump_policy_generation_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO policy_generations SELECT DISTINCT tenant_id, 1 FROM changed_rows
+    ON CONFLICT (tenant_id) DO UPDATE SET generation = policy_generations.generation + 1;
+    RETURN NULL;
+END $$;
+""" + "".join(f"""
+CREATE TRIGGER sire_{event.lower()}_policy_generation AFTER {event} ON sire
+    REFERENCING {table} TABLE AS changed_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION affidavit_bump_policy_generation_rows();
+""" for event, table in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD")))
+
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial_schema", _INITIAL_SCHEMA),
     Migration(2, "ingest_queue", _INGEST_QUEUE),
@@ -472,6 +489,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(13, "policy_generation", _POLICY_GENERATION),
     Migration(14, "chunk_rows_by_version", _CHUNK_ROWS_BY_VERSION),
     Migration(15, "readable_chunks_index", _READABLE_CHUNKS_INDEX),
+    Migration(16, "sire_policy_generation", _SIRE_POLICY_GENERATION),
 )
 
 TENANT_TABLES: tuple[str, ...] = (
