@@ -101,8 +101,8 @@ class OnnxEncoder:
 
 
 def _run(session: Any, ids: Sequence[int]) -> Any:
-    batch = np.asarray([ids], dtype=np.int64)
-    return session.run(None, {"input_ids": batch, "attention_mask": np.ones_like(batch)})[0][0]
+    # One unpadded text: the graph attends to and pools every token (it takes no mask).
+    return session.run(None, {"input_ids": np.asarray([ids], dtype=np.int64)})[0][0]
 
 
 class MiniLMOnnxBackend:
