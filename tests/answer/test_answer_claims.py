@@ -121,6 +121,30 @@ def test_numbers_inside_ids_and_tags_are_not_atoms() -> None:
     assert claims[0].atoms == () and claims[0].citations == ("12345678",)
 
 
+@pytest.mark.parametrize(
+    ("text", "bounds"),
+    [
+        ("Fees are due within 30 days.", ["within"]),
+        ("Access is removed within two weeks.", ["within"]),
+        ("Report it within the deadline.", ["within"]),
+        ("Pay within a few days.", ["within"]),
+        ("Glial cells differentiate within the host animal.", []),
+        ("Data stays within the organisation.", []),
+        ("Deliver by 2025.", ["by"]),
+        ("Deliver by 31 March 2025.", ["by"]),
+        ("Deliver by the end of the year.", ["by"]),
+        ("Incidence fell by 10% since then.", []),
+        ("The score rose by 3 points.", []),
+        ("Access ends before a dismissal is communicated.", ["before"]),
+    ],
+)
+def test_a_temporal_bound_is_one_only_before_a_time(text: str, bounds: list[str]) -> None:
+    """"within" and "by" bound a time only when one follows: "within the host" and "fell by
+    10%" are no deadline, and a claim using them is not held to one the evidence lacks."""
+    [claim] = extract_claims(text)
+    assert [a.text for a in claim.atoms if a.kind == "temporal"] == bounds
+
+
 def test_mid_sentence_tag_closes_a_claim_and_no_tag_is_inherited() -> None:
     claims = extract_claims("Backups run nightly [src:a1b2c3d4], restores are tested yearly. "
                             "Keys rotate.")

@@ -147,16 +147,32 @@ _WORDED_NUMBER = re.compile(
 )
 """Numbers written in words: "two hundred and fifty pounds" is ``250 GBP``."""
 
+_WITHIN_SPAN = (
+    r"\d|(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty"
+    r"|thirty|forty|fifty|sixty|ninety|a\s+few|several|hundred)\b"
+    r"|(?:business|working|calendar)\b|(?:hours?|days?|weeks?|months?|years?|minutes?"
+    r"|seconds?|quarters?|periods?|deadlines?|time\s*limits?|timeframes?|time\s+frames?"
+    r"|same\s+(?:day|week|month|year)|next|following)\b"
+)
+"""What follows "within" when it bounds a time: a number or a span of time."""
+
 _TEMPORAL_PATTERNS = tuple(
     (re.compile(p, re.IGNORECASE), value)
     for p, value in (
         (r"(?<![A-Za-z])not?\s+later\s+than(?![A-Za-z])", "upper_bound"),
         (r"(?<![A-Za-z])not?\s+earlier\s+than(?![A-Za-z])", "lower_bound"),
         (r"(?<![A-Za-z])prior\s+to(?![A-Za-z])", "upper_bound"),
-        (r"(?<![A-Za-z])(?:within|before|until)(?![A-Za-z])", "upper_bound"),
+        (r"(?<![A-Za-z])(?:before|until)(?![A-Za-z])", "upper_bound"),
+        # "within" bounds a time only when a span follows ("within 30 days", "within two
+        # weeks", "within the deadline"); "within the organisation" is not a bound.
+        (rf"(?<![A-Za-z])within(?=\s+(?:the\s+|a\s+|an\s+)?(?:{_WITHIN_SPAN}))", "upper_bound"),
         (r"(?<![A-Za-z])after(?![A-Za-z])", "lower_bound"),
-        (r"(?<![A-Za-z])by(?=\s+(?:the\s+)?(?:end|close|start|\d|q[1-4]\b|jan|feb|mar|apr|may"
-         r"|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun))", "upper_bound"),
+        # "by" + a number is a deadline ("by 2025", "by 31 March"), not a change ("fell by
+        # 10%", "by 3 points", "by half").
+        (r"(?<![A-Za-z])by(?=\s+(?:the\s+)?(?:end|close|start|q[1-4]\b|jan|feb|mar|apr|may"
+         r"|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun"
+         r"|\d{4}(?!\d|[.,]\d|\s?%)|\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep"
+         r"|oct|nov|dec)))", "upper_bound"),
         (r"以内|之内|之前|以前", "upper_bound"),
         (r"之后|以后", "lower_bound"),
     )
