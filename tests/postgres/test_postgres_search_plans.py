@@ -1,14 +1,15 @@
 """How PostgreSQL search plans by what the caller may read: vector and lexical.
 
 Vector search answers exactly below a readable-row threshold and sizes its HNSW walk by
-the readable fraction above it, saying which it did; lexical search drives from the
-postings or from the readable chunks, whichever is fewer, with the same hits either way
-(the same as SQLite's).
+the readable fraction above it, saying which it did; lexical search probes every
+posting or first drops the postings of versions the caller cannot read, whichever costs
+less, with the same hits either way (the same as SQLite's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -118,10 +119,10 @@ def hits(store: PostgresStore | SQLiteStore, authz: AuthzContext,
 
 
 @pytest.mark.postgres
-def test_a_narrow_caller_is_searched_from_its_readable_chunks(stores: tuple) -> None:
+def test_a_narrow_caller_is_searched_from_its_readable_versions(stores: tuple) -> None:
     pg, lite = stores
     terms = {"alpha": 0.3, "w1": 1.1, "w3": 2.0}
-    assert plan_name(pg, NARROW, terms) == "plan by readable chunk"
+    assert plan_name(pg, NARROW, terms) == "plan by readable version"
     found = hits(pg, NARROW, terms)
     assert found == hits(lite, NARROW, terms)
     narrow_ids = {c.chunk_id for c in corpus()[3].chunks}
@@ -143,12 +144,15 @@ def test_restricted_chunks_stay_out_of_the_readable_side(stores: tuple) -> None:
 def test_a_wide_caller_with_rare_terms_is_searched_by_posting(
         stores: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
     pg, lite = stores
-    # Count readers even for few postings, so the comparison itself is exercised.
+    # Count readers even for few postings, so the comparison itself is exercised; here a
+    # version holds 60 postings of a term, so a caller counts as wide when it reads more
+    # versions than a sixtieth of the postings.
     monkeypatch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", 0)
-    terms = {"w3": 1.0}  # 8 versions x 60 postings; the wide caller reads 2,340 chunks
+    monkeypatch.setattr("affidavit.store.postgres_lexical.VERSIONS_PER_POSTING", 1 / 60)
+    terms = {"w3": 1.0}  # 8 versions x 60 postings; the wide caller reads 40 versions
     assert plan_name(pg, WIDE, terms) == "plan by posting"
     assert hits(pg, WIDE, terms) == hits(lite, WIDE, terms)
-    assert plan_name(pg, NARROW, terms) == "plan by readable chunk"
+    assert plan_name(pg, NARROW, terms) == "plan by readable version"
     assert hits(pg, NARROW, terms) == hits(lite, NARROW, terms) == []
 
 
@@ -158,7 +162,70 @@ def test_both_lexical_plans_rank_a_wide_caller_alike(stores: tuple,
     pg, lite = stores
     terms = {"alpha": 0.2, "w0": 0.7, "w2": 1.5}
     by_readable = hits(pg, WIDE, terms)
-    assert plan_name(pg, WIDE, terms) == "plan by readable chunk"
+    assert plan_name(pg, WIDE, terms) == "plan by readable version"
     monkeypatch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", 10**9)
     assert plan_name(pg, WIDE, terms) == "plan by posting"
     assert hits(pg, WIDE, terms) == by_readable == hits(lite, WIDE, terms)
+
+
+@pytest.mark.postgres
+def test_a_posting_naming_a_readable_version_admits_no_other_versions_chunk(
+        pg_cluster: PgCluster) -> None:
+    """The version on a posting only narrows: were it wrong (here: forged to name the
+    narrow caller's version), the chunk row it names must still be head and readable."""
+    import psycopg
+
+    dsn = pg_cluster.new_database("forged")
+    pg = PostgresStore(dsn)
+    try:
+        for bundle in corpus():
+            pg.commit_version(bundle)
+        secret = sorted(c.chunk_id for c in corpus()[SECRET_VERSION].chunks)
+        other = sorted(c.chunk_id for c in corpus()[7].chunks)  # group 7, INTERNAL
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("UPDATE postings SET version_id = 'v003' WHERE chunk_id = ANY(%s)",
+                         (secret + other,))
+        for name in ("by readable version", "by posting"):
+            small = 0 if name == "by readable version" else 10**9
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", small)
+                assert plan_name(pg, NARROW, {"alpha": 1.0, "w2": 1.0}) == f"plan {name}"
+                found = {h.chunk_id for h in pg.lexical_search(
+                    NARROW, {"alpha": 1.0, "w2": 1.0}, k1=1.2, b=0.75, avg_length=3.0,
+                    limit=10_000)}
+            assert found == {c.chunk_id for c in corpus()[3].chunks}, name
+    finally:
+        pg.close()
+
+
+@pytest.mark.postgres
+def test_an_unchanged_chunk_is_found_under_the_new_heads_acl_only(
+        pg_cluster: PgCluster) -> None:
+    """An edit keeps an unchanged chunk's id; its postings then name the new head version,
+    whose ACL decides, on both plans."""
+    pg = PostgresStore(pg_cluster.new_database("reacl"))
+    try:
+        first = make_bundle(T, "doc", "v-old", 30, terms=("alpha", "beta"),
+                            acl=("group:g3#member",))
+        pg.commit_version(first)
+        second = make_bundle(T, "doc", "v-new", 30, terms=("alpha", "beta"),
+                             acl=("group:g5#member",))
+        # The same chunk ids in the new version (an unchanged document body).
+        second = replace(second, chunks=tuple(replace(c, version_id="v-new")
+                                              for c in first.chunks),
+                         postings=first.postings, chunk_lengths=first.chunk_lengths)
+        pg.commit_version(second)
+        old_reader = AuthzContext(T, "user:old", tokens(3), frozenset({"INTERNAL"}), "pv")
+        new_reader = AuthzContext(T, "user:new", tokens(5), frozenset({"INTERNAL"}), "pv")
+        ids = {c.chunk_id for c in first.chunks}
+        for small in (0, 10**9):
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", small)
+                terms = {"alpha": 1.0, "beta": 1.0}
+                assert pg.lexical_search(old_reader, terms, k1=1.2, b=0.75, avg_length=3.0,
+                                         limit=100) == []
+                found = pg.lexical_search(new_reader, terms, k1=1.2, b=0.75,
+                                          avg_length=3.0, limit=100)
+                assert {h.chunk_id for h in found} == ids
+    finally:
+        pg.close()

@@ -392,8 +392,10 @@ def _write_version_rows(conn: Connection, b: VersionBundle) -> None:
         cur.execute("DELETE FROM postings WHERE tenant_id = %s AND chunk_id = ANY(%s)",
                     (t, sorted(b.postings)))
         cur.executemany(
-            "INSERT INTO postings VALUES (%s, %s, %s, %s)",
-            [(t, term, chunk_id, tf) for chunk_id, pairs in sorted(b.postings.items())
+            "INSERT INTO postings (tenant_id, term, chunk_id, tf, version_id) "
+            "VALUES (%s, %s, %s, %s, %s)",
+            [(t, term, chunk_id, tf, b.version_id)
+             for chunk_id, pairs in sorted(b.postings.items())
              for term, tf in pairs])
         cur.executemany("INSERT INTO acl_tokens VALUES (%s, %s, %s)",
                         [(t, b.version_id, token) for token in sorted(set(b.acl_tokens))])

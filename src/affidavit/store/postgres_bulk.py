@@ -34,7 +34,7 @@ _COPIES = {
                         "reasons_json",
     "chunks": "tenant_id, chunk_id, version_id, node_id, ordinal, start_offset, end_offset, "
               "text, label, heading_path_json, locator, witness, n_tokens, is_head, label_epoch",
-    "postings": "tenant_id, term, chunk_id, tf",
+    "postings": "tenant_id, term, chunk_id, tf, version_id",
     "acl_tokens": "tenant_id, version_id, token",
     "sire": "tenant_id, sire_id, version_id, node_id, tuple_json, state, proposed_at",
     "head_map": "tenant_id, node_id, version_id, raw_digest, updated_at",
@@ -131,7 +131,7 @@ def _rows_by_table(bundles: Sequence[VersionBundle], first_seq: int,
                             json.dumps(list(c.heading_path), ensure_ascii=False), c.locator,
                             c.witness, b.chunk_lengths[c.chunk_id], True, b.label_epoch)
                            for c in b.chunks]
-        rows["postings"] += [(t, term, chunk_id, tf)
+        rows["postings"] += [(t, term, chunk_id, tf, b.version_id)
                              for chunk_id, pairs in sorted(b.postings.items())
                              for term, tf in pairs]
         rows["acl_tokens"] += [(t, b.version_id, token) for token in sorted(set(b.acl_tokens))]

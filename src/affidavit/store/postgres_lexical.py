@@ -2,19 +2,23 @@
 
 Both statements score the same postings of the same readable chunks with the same BM25
 expression (the order of operations of SQLite's, in double precision), so they return the
-same hits; they differ in which side drives:
+same hits; they differ in what is done to a posting before its chunk row is probed:
 
 * **by posting** (:func:`bm25_query`): the query terms' postings by index, then for each
   posting its chunk by primary key, admitted only if the caller may read it. Its cost is
-  the number of postings of the query terms, whatever the caller may read;
-* **by readable chunk** (:func:`readable_bm25_query`): the chunks the caller may read, from
-  its ACL tokens' versions in the ``chunks_readable`` index alone (PostgreSQL migration 15),
-  hashed, and the postings joined to them. Its cost is the postings plus the readable
-  chunks, each far cheaper than a probe; a caller who reads 1% of a large corpus reads
-  fewer chunks than a common term has postings.
+  two index probes per posting of the query terms, whatever the caller may read;
+* **by readable version** (:func:`readable_bm25_query`): the versions the caller's ACL
+  tokens name, hashed once (the ``acl_tokens`` index alone), and every posting whose
+  version (PostgreSQL migration 17) is not among them dropped in the hash before any probe;
+  the postings left are probed and filtered exactly as by posting. A caller who reads a
+  tenth of the corpus probes a tenth of the postings.
 
-:func:`choose_plan` counts the postings, then the readable chunks up to
-:data:`READABLE_PER_POSTING` times that count (in the indexes alone), and takes the readable
+The version hash only narrows: the probe still requires the posting's (chunk, version) row
+to be head, of a granted label and readable by the caller's tokens, so a posting naming
+another version admits nothing.
+
+:func:`choose_plan` counts the postings, then the caller's token rows up to
+:data:`VERSIONS_PER_POSTING` times that count (in the indexes alone), and takes the readable
 side when they are no more. The choice is made by counts, never by the planner's
 estimates: the same data and caller give the same plan.
 """
@@ -25,16 +29,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from affidavit.records import AuthzContext
-from affidavit.store.postgres_base import Connection, readable_chunks, visible_to
+from affidavit.store.postgres_base import Connection, visible_to
 
 SMALL_POSTINGS = 500
 """Below this many postings the per-posting plan is taken without counting readers."""
-READABLE_PER_POSTING = 1
-"""The readable side is taken up to this many readable chunks per posting. A readable
-chunk costs it an index tuple and a hash entry, a posting the other plan two index probes;
-but counting the readable chunks costs a share of that too, whichever plan runs after it,
-and a larger cap made the common case (few postings, a wide caller) slower at 100,000
-chunks: p50 6.2 ms always by posting, 11.1 ms with a cap of 4 per posting."""
+VERSIONS_PER_POSTING = 8
+"""The readable side is taken up to this many readable versions (token rows) per posting.
+A version costs it an index tuple and a hash entry, a posting the other plan two index
+probes (about 10 µs at 1,000,000 chunks, where the chunk key no longer stays in cache);
+the postings the hash drops are not probed at all. At 1,000,000 chunks
+(``benchmarks/postgres_scale.py``, 100 queries) a cap of 8 gave the 10% reader p50 29 ms
+against 50 ms with a cap of 1, the 1% reader 19 against 23, and a reader of half the
+corpus, whom the hash helps least, 65 against 51."""
 
 # The sum runs in the order of the (sorted) query terms, as SQLite's does: a sum of the
 # same terms in another order may differ in its last bit, and a score tie broken by the
@@ -63,17 +69,23 @@ def bm25_query(visible: str) -> str:
     )
 
 
-def readable_bm25_query(readable: str) -> str:
-    """The statement driven by the readable chunks (``readable_chunks`` with ``n_tokens``).
+def readable_bm25_query(visible: str) -> str:
+    """The statement driven by the caller's readable versions (parameters: the tenant and
+    the tokens, before ``visible``'s).
 
-    The readable set is materialized once and hashed; a chunk id has one head row, so the
-    join gives one row per posting, as the per-posting statement does.
+    The versions are materialized once and hashed; a posting of any other version never
+    reaches the probe, which is the per-posting statement's with the version added.
     """
     return (
-        _TERMS + f", c AS MATERIALIZED ({readable}) "
+        _TERMS + ", r AS MATERIALIZED (SELECT DISTINCT a.version_id FROM acl_tokens a "
+        "WHERE a.tenant_id = %s AND a.token = ANY(%s::text[])) "
         "SELECT p.chunk_id, " + _BM25
-        + "FROM postings p JOIN q ON q.term = p.term JOIN c ON c.chunk_id = p.chunk_id "
-        "WHERE p.tenant_id = %s AND p.term = ANY(%s::text[]) " + _RANK
+        + "FROM postings p JOIN q ON q.term = p.term "
+        "CROSS JOIN LATERAL (SELECT c.n_tokens FROM chunks c WHERE c.tenant_id = p.tenant_id "
+        f"  AND c.chunk_id = p.chunk_id AND c.version_id = p.version_id AND {visible} "
+        "LIMIT 1) c "
+        "WHERE p.tenant_id = %s AND p.term = ANY(%s::text[]) "
+        "AND p.version_id IN (SELECT r.version_id FROM r) " + _RANK
     )
 
 
@@ -81,9 +93,9 @@ def readable_bm25_query(readable: str) -> str:
 class LexicalPlan:
     """The statement one lexical search runs, with its parameters and why it was chosen."""
 
-    name: str  # "by posting" or "by readable chunk"
+    name: str  # "by posting" or "by readable version"
     postings: int
-    readable: int | None  # counted up to a cap; None when not counted
+    readable: int | None  # the caller's token rows, counted up to a cap; None when not counted
     statement: str
     params: tuple[object, ...]
 
@@ -98,22 +110,24 @@ def choose_plan(conn: Connection, authz: AuthzContext, term_idf: Mapping[str, fl
     head = (terms, [float(term_idf[t]) for t in terms])
     scoring = (k1, b, b, avg_length)
     tail = (authz.tenant, terms, limit)
-    # One statement counts both: the postings, then (from SMALL_POSTINGS on) the readable
-    # chunks up to the cap those postings set.
-    ids, ids_params = readable_chunks(authz)
+    # One statement counts both: the postings, then (from SMALL_POSTINGS on) the caller's
+    # token rows (each names a readable version) up to the cap those postings set.
+    tokens = sorted(authz.tokens)
     row = conn.execute(
         "WITH n AS (SELECT count(*) AS postings FROM postings WHERE tenant_id = %s "
         "AND term = ANY(%s::text[])) SELECT n.postings, CASE WHEN n.postings >= %s THEN "
-        f"(SELECT count(*) FROM ({ids} LIMIT (SELECT %s * postings + 1 FROM n)) r) END "
+        "(SELECT count(*) FROM (SELECT 1 FROM acl_tokens a WHERE a.tenant_id = %s "
+        "AND a.token = ANY(%s::text[]) LIMIT (SELECT %s * postings + 1 FROM n)) r) END "
         "FROM n",
-        (authz.tenant, terms, SMALL_POSTINGS, *ids_params, READABLE_PER_POSTING)).fetchone()
+        (authz.tenant, terms, SMALL_POSTINGS, authz.tenant, tokens,
+         VERSIONS_PER_POSTING)).fetchone()
     postings = int(row[0]) if row else 0
     readable = None if row is None or row[1] is None else int(row[1])
     if postings == 0:
         return None
-    if readable is not None and readable <= READABLE_PER_POSTING * postings:
-        chunks, _ = readable_chunks(authz, with_length=True)
-        return LexicalPlan("by readable chunk", postings, readable,
-                           readable_bm25_query(chunks), (*head, *ids_params, *scoring, *tail))
+    if readable is not None and readable <= VERSIONS_PER_POSTING * postings:
+        return LexicalPlan("by readable version", postings, readable,
+                           readable_bm25_query(visible),
+                           (*head, authz.tenant, tokens, *scoring, *visible_params, *tail))
     return LexicalPlan("by posting", postings, readable, bm25_query(visible),
                        (*head, *scoring, *visible_params, *tail))

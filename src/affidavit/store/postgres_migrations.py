@@ -475,6 +475,28 @@ CREATE TRIGGER sire_{event.lower()}_policy_generation AFTER {event} ON sire
     FOR EACH STATEMENT EXECUTE FUNCTION affidavit_bump_policy_generation_rows();
 """ for event, table in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD")))
 
+# Each posting names the version of its chunk, so lexical search can drop the postings of
+# versions the caller may not read (a hash of its ACL tokens' versions) before it probes a
+# single chunk row (affidavit.store.postgres_lexical). Postings exist for head chunks only
+# and are rewritten with every version that holds their chunk, so the column names the
+# head version; the probe still requires that very (chunk, version) row to be head and
+# readable, so a posting naming another version admits nothing. The data is moved by the
+# owner with row-level security lifted for the migration's transaction (secure_tables
+# forces it again at its end); the indexes are rebuilt once, after the update.
+_POSTINGS_VERSION = f"""
+ALTER TABLE postings NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE chunks NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE postings DROP CONSTRAINT postings_pkey;
+DROP INDEX postings_chunk;
+ALTER TABLE postings ADD COLUMN version_id {_T};
+UPDATE postings p SET version_id = c.version_id FROM chunks c
+    WHERE c.tenant_id = p.tenant_id AND c.chunk_id = p.chunk_id AND c.is_head;
+DELETE FROM postings WHERE version_id IS NULL;
+ALTER TABLE postings ALTER COLUMN version_id SET NOT NULL;
+ALTER TABLE postings ADD PRIMARY KEY (tenant_id, term, chunk_id) INCLUDE (tf, version_id);
+CREATE INDEX postings_chunk ON postings (tenant_id, chunk_id);
+"""
+
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial_schema", _INITIAL_SCHEMA),
     Migration(2, "ingest_queue", _INGEST_QUEUE),
@@ -490,6 +512,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(14, "chunk_rows_by_version", _CHUNK_ROWS_BY_VERSION),
     Migration(15, "readable_chunks_index", _READABLE_CHUNKS_INDEX),
     Migration(16, "sire_policy_generation", _SIRE_POLICY_GENERATION),
+    Migration(17, "postings_version", _POSTINGS_VERSION),
 )
 
 TENANT_TABLES: tuple[str, ...] = (
