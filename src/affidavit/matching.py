@@ -43,6 +43,8 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from affidavit.textforms import nfkc
+
 __all__ = [
     "MappedText",
     "fold_literal",
@@ -123,12 +125,12 @@ def _nothing(_: re.Match[str]) -> str:
 
 
 def _nfkc(text: str) -> str:
-    return unicodedata.normalize("NFKC", text)
+    return nfkc(text)
 
 
 def _casefold(text: str) -> str:
     """Step 4 after NFKC, for one piece of text (a paragraph or one cluster)."""
-    folded = unicodedata.normalize("NFKC", text.casefold())
+    folded = nfkc(text.casefold())
     if "æ" in folded or "œ" in folded:
         folded = "".join(_LIGATURES.get(ch, ch) for ch in folded)
     return folded
@@ -205,7 +207,7 @@ def normalize_for_detectors(text: str) -> str:
     text = _ENTITY.sub(_decoded, text)
     for pattern, replacement in _BEFORE_FOLD[1:]:
         text = pattern.sub(replacement, text)
-    text = _IGNORABLE.sub("", unicodedata.normalize("NFKC", text))
+    text = _IGNORABLE.sub("", nfkc(text))
     return _HTML_TAG.sub(_tag_replacement, _EMPHASIS_MARKS.sub("", text))
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-import unicodedata
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -36,6 +35,7 @@ import yaml
 from affidavit.answer.text import CJK_CLASS
 from affidavit.errors import InputRejected
 from affidavit.retrieval.scope import check_scope
+from affidavit.textforms import nfkc
 
 NEAR_EXACT_JACCARD = 0.9
 _TOKEN = re.compile(f"[{CJK_CLASS}]|[^\\W_{CJK_CLASS}]+")
@@ -75,7 +75,7 @@ class FaqMatch:
 
 def normalize_question(text: str) -> str:
     """Casefolded NFKC text, punctuation dropped, whitespace collapsed."""
-    return " ".join(_TOKEN.findall(unicodedata.normalize("NFKC", text).casefold()))
+    return " ".join(_TOKEN.findall(nfkc(text).casefold()))
 
 
 class FaqCache:

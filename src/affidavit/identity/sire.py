@@ -31,7 +31,6 @@ capitalized terms by descending count, then first appearance, then the term itse
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from affidavit.identity.terms import (
 )
 from affidavit.index.tokenize import CJK_CLASS
 from affidavit.records import SireTuple, ordered_unique, stable_hash
+from affidavit.textforms import nfkc
 
 MIN_ACRONYM_COUNT = 2
 MIN_WORD_COUNT = 4
@@ -150,7 +150,7 @@ def acronym_extract(text: str) -> list[str]:
     """Whole-word ``[A-Z]{2,8}`` tokens seen at least twice, folded."""
     pairs = (
         (fold(m.group()), m.start())
-        for m in _ACRONYM.finditer(unicodedata.normalize("NFKC", text))
+        for m in _ACRONYM.finditer(nfkc(text))
         if fold(m.group()) not in STOP_WORDS
     )
     return _ranked(*_tally(pairs), MIN_ACRONYM_COUNT)
@@ -178,7 +178,7 @@ def capitalized_term_extract(text: str) -> list[str]:
     dropped; a longer run loses its first word only when that word is a stop word (``The
     Board`` -> ``board``; ``Access Control Policy`` stays whole).
     """
-    normalized = unicodedata.normalize("NFKC", text)
+    normalized = nfkc(text)
     pairs = (
         (term, start)
         for start, words in _capitalized_runs(normalized)

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator
 
 from affidavit.index.tokenize import CJK_CLASS, cjk_grams
+from affidavit.textforms import nfkc
 
 _WORD_CHAR = f"[^\\W_{CJK_CLASS}]"
 _IDENTITY_TOKEN = re.compile(f"({_WORD_CHAR}+)|([{CJK_CLASS}]+)")
@@ -37,7 +37,7 @@ _WHITESPACE = re.compile(r"\s+")
 
 def fold(text: str) -> str:
     """NFKC then casefold: the form in which terms and texts are compared."""
-    return unicodedata.normalize("NFKC", text).casefold()
+    return nfkc(text).casefold()
 
 
 def display_term(term: str) -> str:

@@ -36,6 +36,7 @@ from affidavit.errors import ConfigurationError
 from affidavit.index import unicode_marks
 from affidavit.index.stopwords import expand_stop_words
 from affidavit.records import stable_hash
+from affidavit.textforms import nfkc
 
 TOKENIZER_VERSION = "1"
 """Bumped whenever a change to these rules could change any token; part of the signature."""
@@ -132,7 +133,7 @@ def _cjk_character() -> re.Pattern[str]:
 
 
 def _normalize(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
+    return nfkc(text).casefold()
 
 
 class _ThreadStemmers(threading.local):
