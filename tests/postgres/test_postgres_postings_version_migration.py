@@ -22,6 +22,7 @@ UNDO_17 = """
 ALTER TABLE postings DROP CONSTRAINT postings_pkey;
 ALTER TABLE postings DROP COLUMN version_id;
 ALTER TABLE postings ADD PRIMARY KEY (tenant_id, term, chunk_id) INCLUDE (tf);
+DROP INDEX postings_term;
 DELETE FROM schema_migrations WHERE version = 17;
 """
 

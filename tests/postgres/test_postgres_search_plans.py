@@ -229,3 +229,20 @@ def test_an_unchanged_chunk_is_found_under_the_new_heads_acl_only(
                 assert {h.chunk_id for h in found} == ids
     finally:
         pg.close()
+
+
+@pytest.mark.postgres
+def test_both_plans_admit_only_chunks_of_the_pinned_label_epoch(
+        stores: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The readable side checks ACLs in its version hash and everything else on the probe:
+    a caller pinned to another label epoch than the chunks' reads nothing on either plan,
+    and one pinned to theirs reads what SQLite gives it."""
+    pg, lite = stores
+    terms = {"alpha": 0.3, "w1": 1.1}
+    stale = replace(NARROW, label_epoch="epoch-not-the-chunks")
+    current = replace(NARROW, label_epoch="")  # the epoch the bundles were written under
+    for small, name in ((0, "plan by readable version"), (10**9, "plan by posting")):
+        monkeypatch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", small)
+        assert plan_name(pg, stale, terms) == name
+        assert hits(pg, stale, terms) == []
+        assert hits(pg, current, terms) == hits(lite, current, terms) != []

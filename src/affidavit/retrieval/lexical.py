@@ -63,4 +63,5 @@ class LexicalRetriever:
         term_idf = {t: idf(stats.n_chunks, df) for t, df in dfs.items() if df > 0}
         return self.store.lexical_search(authz, term_idf, k1=self.settings.k1,
                                          b=self.settings.b, avg_length=stats.avg_length,
-                                         limit=limit)
+                                         limit=limit,
+                                         postings=sum(dfs[t] for t in term_idf))

@@ -305,7 +305,12 @@ class Store(Protocol):
     def document_frequencies(self, tenant: str, terms: Sequence[str]) -> dict[str, int]: ...
 
     def lexical_search(self, authz: AuthzContext, term_idf: Mapping[str, float], *, k1: float,
-                       b: float, avg_length: float, limit: int) -> list[LexicalHit]: ...
+                       b: float, avg_length: float, limit: int,
+                       postings: int | None = None) -> list[LexicalHit]:
+        """BM25 hits the caller may read. ``postings``, when the caller has counted them
+        (the sum of the terms' document frequencies), may guide how the search runs; it
+        never changes what it returns."""
+        ...
 
     def get_chunks(self, authz: AuthzContext, chunk_ids: Sequence[str]) -> list[ChunkRecord]: ...
 

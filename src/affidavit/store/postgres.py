@@ -291,10 +291,11 @@ class PostgresStore(PostgresIngestLocks, GovernanceTables, VectorTables, ApiKeyT
         return {term: found.get(term, 0) for term in unique}
 
     def lexical_search(self, authz: AuthzContext, term_idf: Mapping[str, float], *, k1: float,
-                       b: float, avg_length: float, limit: int) -> list[LexicalHit]:
+                       b: float, avg_length: float, limit: int,
+                       postings: int | None = None) -> list[LexicalHit]:
         with self.transaction(authz.tenant) as conn:
             plan = choose_plan(conn, authz, term_idf, k1=k1, b=b, avg_length=avg_length,
-                               limit=limit)
+                               limit=limit, postings=postings)
             rows = [] if plan is None else conn.execute(plan.statement, plan.params).fetchall()
         return [LexicalHit(str(r[0]), float(r[1])) for r in rows]
 

@@ -13,9 +13,9 @@ same hits; they differ in what is done to a posting before its chunk row is prob
   the postings left are probed and filtered exactly as by posting. A caller who reads a
   tenth of the corpus probes a tenth of the postings.
 
-The version hash only narrows: the probe still requires the posting's (chunk, version) row
-to be head, of a granted label and readable by the caller's tokens, so a posting naming
-another version admits nothing.
+The version hash is the ACL check of the readable side, and the probe requires the
+posting's own (chunk, version) row to be head and of a granted label (and label epoch), so
+a posting naming another version admits nothing: that version's row is not the chunk.
 
 :func:`choose_plan` counts the postings, then the caller's token rows up to
 :data:`VERSIONS_PER_POSTING` times that count (in the indexes alone), and takes the readable
@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from affidavit.records import AuthzContext
-from affidavit.store.postgres_base import Connection, visible_to
+from affidavit.store.postgres_base import Connection, label_epoch_sql, visible_to
 
 SMALL_POSTINGS = 500
 """Below this many postings the per-posting plan is taken without counting readers."""
@@ -69,12 +69,16 @@ def bm25_query(visible: str) -> str:
     )
 
 
-def readable_bm25_query(visible: str) -> str:
-    """The statement driven by the caller's readable versions (parameters: the tenant and
-    the tokens, before ``visible``'s).
+def readable_bm25_query(epoch: str) -> str:
+    """The statement driven by the caller's readable versions. Parameters: the terms and
+    their idfs, the tenant and the tokens, the scoring, ``epoch``'s then the labels, the
+    tenant, the terms and the limit.
 
     The versions are materialized once and hashed; a posting of any other version never
-    reaches the probe, which is the per-posting statement's with the version added.
+    reaches the probe. The probe reads the posting's own (chunk, version) row and admits it
+    only if it is head and of a granted label (and of the pinned label epoch, ``epoch``
+    from ``label_epoch_sql``); its version's ACL is the hash's, so the per-posting
+    statement's token subquery would only repeat it.
     """
     return (
         _TERMS + ", r AS MATERIALIZED (SELECT DISTINCT a.version_id FROM acl_tokens a "
@@ -82,8 +86,8 @@ def readable_bm25_query(visible: str) -> str:
         "SELECT p.chunk_id, " + _BM25
         + "FROM postings p JOIN q ON q.term = p.term "
         "CROSS JOIN LATERAL (SELECT c.n_tokens FROM chunks c WHERE c.tenant_id = p.tenant_id "
-        f"  AND c.chunk_id = p.chunk_id AND c.version_id = p.version_id AND {visible} "
-        "LIMIT 1) c "
+        f"  AND c.chunk_id = p.chunk_id AND c.version_id = p.version_id AND {epoch}c.is_head "
+        "AND c.label = ANY(%s) LIMIT 1) c "
         "WHERE p.tenant_id = %s AND p.term = ANY(%s::text[]) "
         "AND p.version_id IN (SELECT r.version_id FROM r) " + _RANK
     )
@@ -101,8 +105,13 @@ class LexicalPlan:
 
 
 def choose_plan(conn: Connection, authz: AuthzContext, term_idf: Mapping[str, float], *,
-                k1: float, b: float, avg_length: float, limit: int) -> LexicalPlan | None:
-    """The cheaper statement for this caller and these terms; None when nothing can match."""
+                k1: float, b: float, avg_length: float, limit: int,
+                postings: int | None = None) -> LexicalPlan | None:
+    """The cheaper statement for this caller and these terms; None when nothing can match.
+
+    ``postings``, the terms' postings as the caller counted them (the retriever has just
+    read their document frequencies), spares counting them again. A wrong count can only
+    choose the slower plan: both return the same hits."""
     terms = sorted(term_idf)
     visible, visible_params = visible_to(authz)
     if not terms or avg_length <= 0 or limit <= 0 or visible == "FALSE":
@@ -110,24 +119,27 @@ def choose_plan(conn: Connection, authz: AuthzContext, term_idf: Mapping[str, fl
     head = (terms, [float(term_idf[t]) for t in terms])
     scoring = (k1, b, b, avg_length)
     tail = (authz.tenant, terms, limit)
-    # One statement counts both: the postings, then (from SMALL_POSTINGS on) the caller's
-    # token rows (each names a readable version) up to the cap those postings set.
     tokens = sorted(authz.tokens)
-    row = conn.execute(
-        "WITH n AS (SELECT count(*) AS postings FROM postings WHERE tenant_id = %s "
-        "AND term = ANY(%s::text[])) SELECT n.postings, CASE WHEN n.postings >= %s THEN "
-        "(SELECT count(*) FROM (SELECT 1 FROM acl_tokens a WHERE a.tenant_id = %s "
-        "AND a.token = ANY(%s::text[]) LIMIT (SELECT %s * postings + 1 FROM n)) r) END "
-        "FROM n",
-        (authz.tenant, terms, SMALL_POSTINGS, authz.tenant, tokens,
-         VERSIONS_PER_POSTING)).fetchone()
-    postings = int(row[0]) if row else 0
-    readable = None if row is None or row[1] is None else int(row[1])
-    if postings == 0:
-        return None
+    if postings is None:
+        counted = conn.execute("SELECT count(*) FROM postings WHERE tenant_id = %s "
+                               "AND term = ANY(%s::text[])", (authz.tenant, terms)).fetchone()
+        postings = int(counted[0]) if counted else 0
+        if postings == 0:
+            return None
+    readable: int | None = None
+    if postings >= SMALL_POSTINGS:
+        # The caller's token rows (each names a readable version), counted in the index
+        # up to the cap the postings set.
+        counted = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM acl_tokens a WHERE a.tenant_id = %s "
+            "AND a.token = ANY(%s::text[]) LIMIT %s) r",
+            (authz.tenant, tokens, int(VERSIONS_PER_POSTING * postings) + 1)).fetchone()
+        readable = int(counted[0]) if counted else 0
     if readable is not None and readable <= VERSIONS_PER_POSTING * postings:
+        epoch, epoch_params = label_epoch_sql(authz)
         return LexicalPlan("by readable version", postings, readable,
-                           readable_bm25_query(visible),
-                           (*head, authz.tenant, tokens, *scoring, *visible_params, *tail))
+                           readable_bm25_query(epoch),
+                           (*head, authz.tenant, tokens, *scoring, *epoch_params,
+                            sorted(authz.granted_labels), *tail))
     return LexicalPlan("by posting", postings, readable, bm25_query(visible),
                        (*head, *scoring, *visible_params, *tail))

@@ -439,7 +439,8 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
         return {term: found.get(term, 0) for term in unique}
 
     def lexical_search(self, authz: AuthzContext, term_idf: Mapping[str, float], *, k1: float,
-                       b: float, avg_length: float, limit: int) -> list[LexicalHit]:
+                       b: float, avg_length: float, limit: int,
+                       postings: int | None = None) -> list[LexicalHit]:
         terms = sorted(term_idf)
         if not terms or avg_length <= 0 or limit <= 0:
             return []
