@@ -69,3 +69,25 @@ def test_a_rolled_back_document_leaves_no_term_key_behind(
     assert rows == lexical_rows(reference)
     terms = {row[2] for row in rows if isinstance(row[0], int)}
     assert "quokka" in terms and not {"zebra", "okapi"} & terms
+
+
+def test_a_full_term_memory_starts_again_without_losing_a_documents_known_terms(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the batch's term memory passes its bound it is emptied; a document holding
+    both remembered and new terms still gets every posting, the keys read afresh."""
+    shared = SourceDocument  # the harbour words of "a" again, and new ones
+    content = b"# Quay\n\nThe harbour master sleeps on the quay at noon.\n"
+    meta = DocumentMetadata(source_id="d", title="d", acl=("group:all#member",))
+    d = shared("memory", "d", sha256_hex(content), content, "d.md", meta)
+    reference = tmp_path / "unbounded.db"
+    store = SQLiteStore(reference)
+    Ingestor(store, Settings()).run([StaticSource([document("a"), document("c"), d])])
+    store.close()
+
+    monkeypatch.setattr("affidavit.store.sqlite_lexical.TERM_KEYS_KEPT", 3)
+    path = tmp_path / "bounded.db"
+    store = SQLiteStore(path)
+    summary = Ingestor(store, Settings()).run([StaticSource([document("a"), document("c"), d])])
+    store.close()
+    assert summary.count("ingested") == 3
+    assert lexical_rows(path) == lexical_rows(reference)

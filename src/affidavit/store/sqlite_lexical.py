@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 # Host parameters per statement, under SQLite's limit on every version we support.
 _PARAMS = 500
@@ -31,7 +31,7 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-def term_keys(conn: sqlite3.Connection, tenant: str, terms: Sequence[str], *,
+def term_keys(conn: sqlite3.Connection, tenant: str, terms: Iterable[str], *,
               create: bool, known: dict[str, dict[str, int]] | None = None) -> dict[str, int]:
     """Keys of ``terms`` in ``tenant``; with ``create``, new terms get one, in term order.
 
@@ -42,16 +42,26 @@ def term_keys(conn: sqlite3.Connection, tenant: str, terms: Sequence[str], *,
 
     The terms go to SQLite as one JSON array: it inserts and looks them up in C, where a
     row per term through Python cost several times as much."""
-    unique = sorted(set(terms))
+    unique = set(terms)
+    keys = _key_map(conn, tenant, unique, create=create, known=known)
+    return {term: keys[term] for term in sorted(unique) if term in keys}
+
+
+def _key_map(conn: sqlite3.Connection, tenant: str, unique: set[str], *, create: bool,
+             known: dict[str, dict[str, int]] | None) -> Mapping[str, int]:
+    """:func:`term_keys`, as a mapping that may hold other terms too (the batch's memory
+    itself: copying a document's thousands of keys out of it cost more than reading them)."""
     if known is None:
-        return _term_keys_in_sql(conn, tenant, unique, create=create)
+        return _term_keys_in_sql(conn, tenant, sorted(unique), create=create)
     kept = known.setdefault(tenant, {})
-    missing = [term for term in unique if term not in kept]
+    missing = unique.difference(kept)
     if missing:
         if len(kept) > TERM_KEYS_KEPT:
+            # Start again: every term of this call is read afresh, the known ones too.
             kept.clear()
-        kept.update(_term_keys_in_sql(conn, tenant, missing, create=create))
-    return {term: kept[term] for term in unique if term in kept}
+            missing = unique
+        kept.update(_term_keys_in_sql(conn, tenant, sorted(missing), create=create))
+    return kept
 
 
 def _term_keys_in_sql(conn: sqlite3.Connection, tenant: str, unique: Sequence[str], *,
@@ -98,8 +108,8 @@ def write_postings(conn: sqlite3.Connection, tenant: str, chunk_keys: Mapping[st
     """Write the postings of a version's new chunk rows, named by their keys (the rows'
     rowids, given as they were inserted: :mod:`affidavit.store.sqlite_chunks`); ``known``
     as :func:`term_keys` takes it."""
-    keys = term_keys(conn, tenant, [term for pairs in postings.values() for term, _ in pairs],
-                     create=True, known=known)
+    keys = _key_map(conn, tenant, {term for pairs in postings.values() for term, _ in pairs},
+                    create=True, known=known)
     conn.executemany(
         "INSERT INTO lexical_postings (term_key, chunk_key, tf) VALUES (?, ?, ?)",
         sorted((keys[term], chunk_keys[chunk_id], tf)
