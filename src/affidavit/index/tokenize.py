@@ -27,6 +27,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Iterable
+from operator import add
 from typing import Any
 
 import Stemmer
@@ -176,7 +177,7 @@ def word_spans(text: str) -> list[tuple[int, int]]:
 
 def cjk_grams(run: str) -> list[str]:
     """Unigrams then adjacent bigrams of one CJK run, in text order."""
-    return [*run, *(run[i : i + 2] for i in range(len(run) - 1))]
+    return [*run, *map(add, run, run[1:])]
 
 
 class Tokenizer:
@@ -192,6 +193,9 @@ class Tokenizer:
         # "@english" names a built-in list (index/stopwords.py); other entries are words.
         words = expand_stop_words(stop_words)
         self._stop_words = frozenset(w for w in (_normalize(s).strip() for s in words) if w)
+        # A CJK gram is CJK characters only, so only a stop word holding one can match it.
+        self._cjk_stop_words = frozenset(w for w in self._stop_words
+                                         if _cjk_character().search(w))
         self._stems: dict[str, str] = {}
 
     @classmethod
@@ -241,10 +245,12 @@ class Tokenizer:
             return [cached if (cached := stems.get(word)) is not None else stem_word(word)
                     for word in words]
         tokens: list[str] = []
+        cjk_stop = self._cjk_stop_words
         stem = self._stem_word if self._algorithm else None
         for word, cjk_run in _token_pattern().findall(normalized):
             if cjk_run:
-                tokens.extend(g for g in cjk_grams(cjk_run) if g not in stop)
+                grams = cjk_grams(cjk_run)
+                tokens.extend([g for g in grams if g not in cjk_stop] if cjk_stop else grams)
             elif word not in stop:
                 tokens.append(stem(word) if stem else word)
         return tokens
