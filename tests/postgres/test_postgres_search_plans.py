@@ -246,3 +246,24 @@ def test_both_plans_admit_only_chunks_of_the_pinned_label_epoch(
         assert plan_name(pg, stale, terms) == name
         assert hits(pg, stale, terms) == []
         assert hits(pg, current, terms) == hits(lite, current, terms) != []
+
+
+@pytest.mark.postgres
+def test_a_version_reached_by_two_of_the_callers_tokens_is_scored_once(
+        pg_cluster: PgCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pg = PostgresStore(pg_cluster.new_database("twotokens"))
+    lite = SQLiteStore(tmp_path / "twotokens.db")
+    try:
+        bundle = make_bundle(T, "shared", "v-two", 20, terms=("alpha", "gamma"),
+                             acl=("group:g1#member", "group:g2#member"))
+        for store in (pg, lite):
+            store.commit_version(bundle)
+        both = AuthzContext(T, "user:both", tokens(1, 2), frozenset({"INTERNAL"}), "pv")
+        monkeypatch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", 0)
+        terms = {"alpha": 0.5, "gamma": 1.5}
+        assert plan_name(pg, both, terms) == "plan by readable version"
+        found = hits(pg, both, terms)
+        assert len(found) == 20 and found == hits(lite, both, terms)
+    finally:
+        pg.close()
+        lite.close()

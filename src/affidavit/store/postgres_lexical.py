@@ -74,14 +74,15 @@ def readable_bm25_query(epoch: str) -> str:
     their idfs, the tenant and the tokens, the scoring, ``epoch``'s then the labels, the
     tenant, the terms and the limit.
 
-    The versions are materialized once and hashed; a posting of any other version never
-    reaches the probe. The probe reads the posting's own (chunk, version) row and admits it
+    The versions are materialized once (a version the caller reaches by two tokens twice:
+    ``IN`` is a semi-join, and sorting them out cost more than it saved) and hashed; a
+    posting of any other version never reaches the probe. The probe reads the posting's own (chunk, version) row and admits it
     only if it is head and of a granted label (and of the pinned label epoch, ``epoch``
     from ``label_epoch_sql``); its version's ACL is the hash's, so the per-posting
     statement's token subquery would only repeat it.
     """
     return (
-        _TERMS + ", r AS MATERIALIZED (SELECT DISTINCT a.version_id FROM acl_tokens a "
+        _TERMS + ", r AS MATERIALIZED (SELECT a.version_id FROM acl_tokens a "
         "WHERE a.tenant_id = %s AND a.token = ANY(%s::text[])) "
         "SELECT p.chunk_id, " + _BM25
         + "FROM postings p JOIN q ON q.term = p.term "
