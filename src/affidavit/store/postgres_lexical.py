@@ -76,10 +76,10 @@ def readable_bm25_query(epoch: str) -> str:
 
     The versions are materialized once (a version the caller reaches by two tokens twice:
     ``IN`` is a semi-join, and sorting them out cost more than it saved) and hashed; a
-    posting of any other version never reaches the probe. The probe reads the posting's own (chunk, version) row and admits it
-    only if it is head and of a granted label (and of the pinned label epoch, ``epoch``
-    from ``label_epoch_sql``); its version's ACL is the hash's, so the per-posting
-    statement's token subquery would only repeat it.
+    posting of any other version never reaches the probe. The probe reads the posting's
+    own (chunk, version) row and admits it only if it is head and of a granted label (and
+    of the pinned label epoch, ``epoch`` from ``label_epoch_sql``); its version's ACL is
+    the hash's, so the per-posting statement's token subquery would only repeat it.
     """
     return (
         _TERMS + ", r AS MATERIALIZED (SELECT a.version_id FROM acl_tokens a "
