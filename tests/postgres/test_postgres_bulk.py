@@ -33,7 +33,8 @@ def dump(dsn: str) -> dict[str, list[tuple]]:
                 for t in TABLES}
 
 
-def test_bulk_commit_writes_what_commit_version_writes(pg_cluster: PgCluster) -> None:
+def test_bulk_commit_writes_what_commit_version_writes(
+        pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch) -> None:
     one_by_one, bulk = pg_cluster.new_database("single"), pg_cluster.new_database("bulk")
     first, second = PostgresStore(one_by_one), PostgresStore(bulk)
     try:
@@ -45,6 +46,13 @@ def test_bulk_commit_writes_what_commit_version_writes(pg_cluster: PgCluster) ->
         hits = second.lexical_search(READER, {"alpha": 1.0}, k1=1.5, b=0.75, avg_length=2.0,
                                      limit=20)
         assert len(hits) == 15
+        # The copied postings name their versions: the readable-version plan finds them too.
+        monkeypatch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", 0)
+        assert second.lexical_search(READER, {"alpha": 1.0}, k1=1.5, b=0.75, avg_length=2.0,
+                                     limit=20) == hits
+        assert second.explain_lexical(READER, {"alpha": 1.0}, k1=1.5, b=0.75,
+                                      avg_length=2.0, limit=20)[0].startswith(
+            "plan by readable version")
         with pytest.raises(StoreError, match="already has a head"):
             bulk_commit(second, bundles()[:1])
         ids = [c.chunk_id for c in bundles()[0].chunks]
