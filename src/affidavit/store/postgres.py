@@ -309,8 +309,8 @@ class PostgresStore(PostgresIngestLocks, GovernanceTables, VectorTables, ApiKeyT
                 return ["no statement: nothing can match"]
             rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + plan.statement,
                                 plan.params).fetchall()
-        return [f"plan {plan.name}: {plan.postings} postings, readable chunks counted "
-                f"{plan.readable}"] + [str(r[0]) for r in rows]
+        return [f"plan {plan.name}: {plan.postings} postings, the caller's token rows "
+                f"counted {plan.readable}"] + [str(r[0]) for r in rows]
 
     def get_chunks(self, authz: AuthzContext, chunk_ids: Sequence[str]) -> list[ChunkRecord]:
         ids = sorted(set(chunk_ids))

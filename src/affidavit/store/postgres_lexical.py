@@ -10,8 +10,8 @@ same hits; they differ in what is done to a posting before its chunk row is prob
 * **by readable version** (:func:`readable_bm25_query`): the versions the caller's ACL
   tokens name, hashed once (the ``acl_tokens`` index alone), and every posting whose
   version (PostgreSQL migration 17) is not among them dropped in the hash before any probe;
-  the postings left are probed and filtered exactly as by posting. A caller who reads a
-  tenth of the corpus probes a tenth of the postings.
+  only the postings left are probed. A caller who reads a tenth of the corpus probes a
+  tenth of the postings.
 
 The version hash is the ACL check of the readable side, and the probe requires the
 posting's own (chunk, version) row to be head and of a granted label (and label epoch), so
