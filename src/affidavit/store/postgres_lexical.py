@@ -38,9 +38,10 @@ VERSIONS_PER_POSTING = 8
 A version costs it an index tuple and a hash entry, a posting the other plan two index
 probes (about 10 µs at 1,000,000 chunks, where the chunk key no longer stays in cache);
 the postings the hash drops are not probed at all. At 1,000,000 chunks
-(``benchmarks/postgres_scale.py``, 100 queries) a cap of 8 gave the 10% reader p50 29 ms
-against 50 ms with a cap of 1, the 1% reader 19 against 23, and a reader of half the
-corpus, whom the hash helps least, 65 against 51."""
+(``benchmarks/postgres_scale.py``'s corpus, 100 queries, two consecutive runs) a cap of 8
+gave the 10% reader p50 29 ms against 50 ms with a cap of 1 (4: 47, 16: 40), the 1%
+reader 19 against 23, and a reader of half the corpus, whom the hash helps least, 65
+against 51."""
 
 # The sum runs in the order of the (sorted) query terms, as SQLite's does: a sum of the
 # same terms in another order may differ in its last bit, and a score tie broken by the
