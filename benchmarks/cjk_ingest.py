@@ -1,14 +1,17 @@
 """Chinese against English ingest on the same shape of corpus, in one run.
 
-    python benchmarks/cjk_ingest.py [--docs 400] [--profile]
+    python benchmarks/cjk_ingest.py [--docs 400] [--rounds 3] [--profile]
 
 Both corpora are generated from a fixed seed with the same number of documents, paragraphs
 and characters of body text per paragraph; the English one is words of Latin letters, the
 Chinese one common Han characters with Chinese punctuation. Prints documents and megabytes of
 text per CPU second for each (CPU time, since the machine may be shared) and their ratios: a
 Chinese character is three bytes of UTF-8 and carries more than a Latin letter, so the rate
-per byte is the fairer comparison and both are shown; ``--profile`` adds the
-twenty functions with the most cumulative time of the Chinese run.
+per byte is the fairer comparison and both are shown. Each round ingests both corpora, the
+order alternating from round to round; the ratios are printed by round, as their median,
+and between each language's fastest round (on a shared machine one pair of runs can be
+20% apart, and other work only ever slows a run down); ``--profile`` adds the twenty functions
+with the most cumulative time of the first Chinese run.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import cProfile
 import io
 import pstats
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -106,18 +110,40 @@ def ingest(language: str, n_docs: int,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=400, help="documents per language")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of both languages, the order alternating (default 3)")
     parser.add_argument("--profile", action="store_true",
-                        help="print the Chinese run's top functions by cumulative time")
+                        help="print the first Chinese run's top functions by cumulative time")
     args = parser.parse_args(argv)
+    if args.docs < 1 or args.rounds < 1:
+        parser.error("--docs and --rounds must be at least 1")
     ingest("en", 20, None)  # warm the caches and imports both runs share
-    english = ingest("en", args.docs, None)
     profile = cProfile.Profile() if args.profile else None
-    chinese = ingest("zh", args.docs, profile)
-    for name, (docs, mb) in (("English", english), ("Chinese", chinese)):
+    rates: dict[str, list[tuple[float, float]]] = {"en": [], "zh": []}
+    ratios: list[tuple[float, float]] = []
+    for n in range(args.rounds):
+        # English first in even rounds, Chinese first in odd ones: a machine that slows
+        # down or speeds up during the run shifts both languages alike.
+        for language in ("en", "zh") if n % 2 == 0 else ("zh", "en"):
+            first_chinese = language == "zh" and not rates["zh"]
+            rates[language].append(ingest(language, args.docs,
+                                          profile if first_chinese else None))
+        english, chinese = rates["en"][-1], rates["zh"][-1]
+        ratios.append((chinese[0] / english[0], chinese[1] / english[1]))
+    for name, language in (("English", "en"), ("Chinese", "zh")):
+        docs = statistics.median(r[0] for r in rates[language])
+        mb = statistics.median(r[1] for r in rates[language])
         print(f"{name} ingest: {docs:.1f} documents per CPU second, {mb:.3f} MB of text per "
-              f"CPU second ({args.docs} documents)")
-    print(f"Chinese / English: {chinese[0] / english[0]:.2f} per document, "
-          f"{chinese[1] / english[1]:.2f} per byte")
+              f"CPU second ({args.docs} documents; median of {args.rounds} rounds)")
+    print("Chinese / English per byte by round: "
+          + ", ".join(f"{per_byte:.2f}" for _, per_byte in ratios))
+    print(f"Chinese / English: {statistics.median(r[0] for r in ratios):.2f} per document, "
+          f"{statistics.median(r[1] for r in ratios):.2f} per byte (median of the rounds)")
+    # Other work on a shared machine only ever slows a run down, so each language's fastest
+    # round is its least disturbed one.
+    best = {language: max(r[1] for r in runs) for language, runs in rates.items()}
+    print(f"Chinese / English, fastest round of each: {best['zh'] / best['en']:.2f} per byte "
+          f"({best['zh']:.3f} against {best['en']:.3f} MB per CPU second)")
     if profile is not None:
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(20)
