@@ -124,10 +124,6 @@ def _nothing(_: re.Match[str]) -> str:
     return ""
 
 
-def _nfkc(text: str) -> str:
-    return nfkc(text)
-
-
 def _casefold(text: str) -> str:
     """Step 4 after NFKC, for one piece of text (a paragraph or one cluster)."""
     folded = nfkc(text.casefold())
@@ -145,7 +141,7 @@ def _latinised(match: re.Match[str]) -> str:
 
 def _fold(text: str) -> str:
     """Step 4 (NFKC, look-alike letters in mixed-script words, case folding)."""
-    text = _nfkc(text)
+    text = nfkc(text)
     if _LOOKALIKE.search(text):
         text = _WORD.sub(_latinised, text)
     return _casefold(text)
@@ -258,7 +254,7 @@ class _Builder:
 
     def fold(self) -> None:
         """Step 4 as :func:`_fold` does it, cluster by cluster where NFKC applies."""
-        self.map_clusters(_nfkc)
+        self.map_clusters(nfkc)
         self.substitute(_WORD, _latinised)
         self.map_clusters(_casefold)
 
