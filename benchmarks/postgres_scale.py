@@ -2,7 +2,7 @@
 
     python benchmarks/postgres_scale.py [--chunks 1000000] [--backend sqlite|postgres|both]
         [--queries 100] [--dsn postgresql://owner@host/db] [--commit-sample 20000]
-        [--ef-search 100,200] [--exact-threshold 20000] [--explain]
+        [--ef-search 100,200] [--exact-threshold 150000] [--explain]
         [--shared-buffers 2GB] [--workdir DIR [--reuse]] [--warm] [--lexical-only]
 
 Corpus (fixed seed): documents of 10 chunks, each chunk 12 words drawn from a Zipf-like
@@ -353,7 +353,8 @@ def bench_postgres(corpus: Corpus, args: argparse.Namespace, workdir: Path) -> N
         dsn = server.get_uri("postgres")
         if args.shared_buffers:
             shared_buffers(server, dsn, args.shared_buffers)
-    store = PostgresStore(dsn, pool_size=2, exact_vector_threshold=args.exact_threshold)
+    store = PostgresStore(dsn, pool_size=2, **({} if args.exact_threshold is None else {
+        "exact_vector_threshold": args.exact_threshold}))
     exact = PostgresStore(dsn, pool_size=1, exact_vector_threshold=10**9)
     try:
         if reuse:
@@ -381,8 +382,9 @@ def main() -> int:
     parser.add_argument("--ef-search", type=lambda text: [int(x) for x in text.split(",")],
                         default=[200], help="HNSW candidate list floors to try, e.g. 100,200 "
                         "(divided by the readable fraction, up to 1,000)")
-    parser.add_argument("--exact-threshold", type=int, default=20_000,
-                        help="readable chunks up to which PostgreSQL scans exactly")
+    parser.add_argument("--exact-threshold", type=int, default=None,
+                        help="readable chunks up to which PostgreSQL scans exactly (default: "
+                        "the store's, 150,000)")
     parser.add_argument("--explain", action="store_true",
                         help="print PostgreSQL's EXPLAIN ANALYZE of one lexical query")
     parser.add_argument("--shared-buffers", default="2GB",

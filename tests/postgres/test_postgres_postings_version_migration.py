@@ -67,7 +67,7 @@ def test_a_database_written_before_migration_17_migrates(pg_cluster: PgCluster) 
 
     store = PostgresStore(owner)
     try:
-        assert store.schema_version() == 17
+        assert store.schema_version() >= 17
         assert {small: search(store, small) for small in (0, 10**9)} == before
     finally:
         store.close()

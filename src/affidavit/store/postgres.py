@@ -109,6 +109,7 @@ class PostgresStore(PostgresIngestLocks, GovernanceTables, VectorTables, ApiKeyT
         self.exact_vector_threshold = exact_vector_threshold
         self.ef_search = ef_search
         self._indexed: set[str] = set()
+        self._head_counts: dict[str, tuple[int, int]] = {}
         application = prepare_database(dsn, app_dsn=app_dsn, app_role=app_role)
         self._owner_dsn = None if application == dsn else dsn
         with connect(application) as conn:
@@ -434,14 +435,24 @@ def _move_head(conn: Connection, tenant: str, node_id: str, version_id: str | No
             # An unchanged chunk (same text, same label) keeps its vector: the backend
             # embeds only what changed.
             conn.execute(
-                "INSERT INTO vectors (tenant_id, model_id, chunk_id, dim, embedding) "
-                "SELECT v.tenant_id, v.model_id, n.chunk_id, v.dim, v.embedding FROM chunks o "
+                "INSERT INTO vectors (tenant_id, model_id, chunk_id, dim, embedding, version_id) "
+                "SELECT v.tenant_id, v.model_id, n.chunk_id, v.dim, v.embedding, n.version_id "
+                "FROM chunks o "
                 "JOIN vectors v ON v.tenant_id = o.tenant_id AND v.chunk_id = o.chunk_id "
                 "JOIN chunks n ON n.tenant_id = o.tenant_id AND n.version_id = %s "
                 "AND n.text = o.text AND n.label = o.label "
                 "WHERE o.tenant_id = %s AND o.version_id = %s ON CONFLICT DO NOTHING",
                 (version_id, tenant, previous))
         _retire_version(conn, tenant, previous)
+    if version_id is not None:
+        # Every vector of the new head's chunks names it (migration 18): the exact vector
+        # scan finds vectors by their version, so one left naming the retired version
+        # would be missed (never admitted: the scan checks that (chunk, version) row).
+        conn.execute(
+            "UPDATE vectors SET version_id = %s WHERE tenant_id = %s AND chunk_id IN "
+            "(SELECT chunk_id FROM chunks WHERE tenant_id = %s AND version_id = %s) "
+            "AND version_id IS DISTINCT FROM %s",
+            (version_id, tenant, tenant, version_id, version_id))
     conn.execute(
         "INSERT INTO head_map VALUES (%s, %s, %s, %s, %s) ON CONFLICT (tenant_id, node_id) "
         "DO UPDATE SET version_id = EXCLUDED.version_id, raw_digest = EXCLUDED.raw_digest, "

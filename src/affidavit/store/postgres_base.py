@@ -79,30 +79,6 @@ def label_epoch_sql(authz: AuthzContext) -> tuple[str, list[object]]:
     return "c.label_epoch = %s AND ", [authz.label_epoch]
 
 
-def readable_chunks(authz: AuthzContext, *,
-                    with_length: bool = False) -> tuple[str, list[object]]:
-    """A subquery of the ids of every chunk this context may read (``visible_to`` as a set),
-    and with ``with_length`` their ``n_tokens`` too.
-
-    It starts from the ACL tokens, so a narrow principal's few versions are found by index,
-    whatever the planner believes about table sizes; every column it reads is in the
-    ``chunks_readable`` index.
-    """
-    labels = sorted(authz.granted_labels)
-    tokens = sorted(authz.tokens)
-    columns = "c.chunk_id, c.n_tokens" if with_length else "c.chunk_id"
-    if not labels or not tokens:
-        return ("SELECT NULL::text AS chunk_id, NULL::integer AS n_tokens WHERE FALSE"
-                if with_length else "SELECT NULL::text AS chunk_id WHERE FALSE"), []
-    epoch, epoch_params = label_epoch_sql(authz)
-    query = (
-        f"SELECT {columns} FROM chunks c WHERE c.tenant_id = %s AND c.version_id IN "
-        "(SELECT a.version_id FROM acl_tokens a WHERE a.tenant_id = %s AND a.token = ANY(%s)) "
-        f"AND {epoch}c.is_head AND c.label = ANY(%s)"
-    )
-    return query, [authz.tenant, authz.tenant, tokens, *epoch_params, labels]
-
-
 def _reset(conn: Connection) -> None:
     # Nothing a previous user of the connection set or locked at session level survives.
     conn.execute("RESET ALL")

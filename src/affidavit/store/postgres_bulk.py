@@ -90,7 +90,12 @@ def bulk_put_vectors(store: PostgresStore, tenant: str, model_id: str,
             raise StoreError(f"model {model_id!r} does not have {dim}-dimensional vectors")
         rows = ((tenant, model_id, cid, dim, "[" + ",".join(map(repr, row.tolist())) + "]")
                 for cid, row in zip(chunk_ids, vectors, strict=True))
-        _copy(conn, "vectors", rows, columns="tenant_id, model_id, chunk_id, dim, embedding")
+        _copy(conn, "vectors", rows, columns="tenant_id, model_id, chunk_id, dim, embedding",
+              insert=("INSERT INTO vectors (tenant_id, model_id, chunk_id, dim, embedding, "
+                      "version_id) SELECT s.tenant_id, s.model_id, s.chunk_id, s.dim, "
+                      "s.embedding, h.version_id FROM bulk_vectors s LEFT JOIN chunks h "
+                      "ON h.tenant_id = s.tenant_id AND h.chunk_id = s.chunk_id "
+                      "AND h.is_head"))
     return len(chunk_ids)
 
 
@@ -145,11 +150,12 @@ def _rows_by_table(bundles: Sequence[VersionBundle], first_seq: int,
 
 
 def _copy(conn: Connection, table: str, rows: Iterable[tuple[object, ...]], *,
-          columns: str | None = None) -> None:
+          columns: str | None = None, insert: str | None = None) -> None:
     """COPY into a temporary table, then INSERT ... SELECT into the real one.
 
     PostgreSQL refuses COPY FROM into a table under row-level security; going through a
-    temporary table keeps the policy's WITH CHECK on every row that lands.
+    temporary table keeps the policy's WITH CHECK on every row that lands. ``insert``
+    replaces the plain INSERT ... SELECT from the temporary table ``bulk_<table>``.
     """
     names = columns or _COPIES[table]
     staging = f"bulk_{table}"
@@ -157,5 +163,5 @@ def _copy(conn: Connection, table: str, rows: Iterable[tuple[object, ...]], *,
     with conn.cursor() as cur, cur.copy(f"COPY {staging} ({names}) FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
-    conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {staging}")
+    conn.execute(insert or f"INSERT INTO {table} ({names}) SELECT {names} FROM {staging}")
     conn.execute(f"DROP TABLE {staging}")

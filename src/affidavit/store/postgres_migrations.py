@@ -501,6 +501,45 @@ CREATE INDEX postings_chunk ON postings (tenant_id, chunk_id);
 CREATE INDEX postings_term ON postings (tenant_id, term);
 """
 
+# Each vector names its chunk's head version, so the exact scan reads the vectors of the
+# caller's readable versions by index (a sorted array of version ids walks the index and
+# the heap in order) instead of probing the primary key once per readable chunk: at
+# 1,000,000 chunks a caller reading a tenth was answered in about 450 ms, now in about 100
+# (affidavit.store.postgres_vectors). As for postings, the column is a way in, never the
+# check: the chunk row of that very (chunk, version) must still be head, of a granted
+# label and of the pinned label epoch. The table is rewritten in version order (CLUSTER),
+# so a version's vectors share pages; the HNSW indexes are dropped before the update (a
+# row update would insert every vector into every graph again) and built once after it,
+# from their own definitions.
+_VECTORS_VERSION = f"""
+ALTER TABLE vectors NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE chunks NO FORCE ROW LEVEL SECURITY;
+CREATE TEMPORARY TABLE affidavit_vector_graphs ON COMMIT DROP AS
+    SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS definition
+    FROM pg_index i JOIN pg_am a ON a.oid = (SELECT relam FROM pg_class
+                                             WHERE oid = i.indexrelid)
+    WHERE i.indrelid = 'vectors'::regclass AND a.amname = 'hnsw';
+DO $$
+DECLARE graph record;
+BEGIN
+    FOR graph IN SELECT name FROM affidavit_vector_graphs ORDER BY name LOOP
+        EXECUTE 'DROP INDEX ' || graph.name;
+    END LOOP;
+END $$;
+ALTER TABLE vectors ADD COLUMN version_id {_T};
+UPDATE vectors v SET version_id = c.version_id FROM chunks c
+    WHERE c.tenant_id = v.tenant_id AND c.chunk_id = v.chunk_id AND c.is_head;
+CREATE INDEX vectors_version ON vectors (tenant_id, model_id, version_id);
+CLUSTER vectors USING vectors_version;
+DO $$
+DECLARE graph record;
+BEGIN
+    FOR graph IN SELECT definition FROM affidavit_vector_graphs ORDER BY name LOOP
+        EXECUTE graph.definition;
+    END LOOP;
+END $$;
+"""
+
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial_schema", _INITIAL_SCHEMA),
     Migration(2, "ingest_queue", _INGEST_QUEUE),
@@ -517,6 +556,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(15, "readable_chunks_index", _READABLE_CHUNKS_INDEX),
     Migration(16, "sire_policy_generation", _SIRE_POLICY_GENERATION),
     Migration(17, "postings_version", _POSTINGS_VERSION),
+    Migration(18, "vectors_version", _VECTORS_VERSION),
 )
 
 TENANT_TABLES: tuple[str, ...] = (

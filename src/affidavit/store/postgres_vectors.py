@@ -5,15 +5,15 @@ One ``vectors`` table for every model: the ``embedding`` column has no fixed dim
 a partial HNSW index on the cast expression ``embedding::vector(<dim>)``
 (:meth:`VectorTables.ensure_vector_index`, built with the owner connection).
 
-Search never takes a top-k and filters it afterwards. It first counts, up to a threshold,
-the chunks the caller may read (in the ``chunks_readable`` index alone), and
-:func:`plan_vector_search` decides:
+Search never takes a top-k and filters it afterwards. It first estimates the vectors of the
+versions the caller may read (the ``acl_tokens`` index, see :meth:`VectorTables._plan`),
+and :func:`plan_vector_search` decides:
 
-* at or below ``exact_vector_threshold`` (or with no index) it scans exactly those rows and
-  orders them by cosine distance: the exact top-k, ties broken by chunk id. The ordering
-  expression deliberately differs from the indexed one, so this path can never be served
-  by the approximate index. Its cost grows with the readable rows, not the corpus: at
-  1,000,000 chunks a caller reading 1% is answered exactly;
+* at or below ``exact_vector_threshold`` (or with no index) it scans exactly the vectors
+  of those versions and orders them by cosine distance: the exact top-k, ties broken by
+  chunk id, each admitted by its own chunk row (:func:`_exact_scan`). Its cost grows with
+  the readable rows, not the corpus: at 1,000,000 chunks a caller reading 10% is
+  answered exactly;
 * above it, the HNSW index is walked with ``hnsw.iterative_scan = strict_order`` and the
   same filter in the WHERE clause, so the scan continues until enough readable rows are
   found. The candidate list (``hnsw.ef_search``) and the scan's stop (``max_scan_tuples``)
@@ -41,7 +41,7 @@ from affidavit.store.postgres_base import (
     Connection,
     PostgresBase,
     Row,
-    readable_chunks,
+    label_epoch_sql,
     visible_to,
 )
 from affidavit.store.postgres_setup import connect
@@ -57,7 +57,17 @@ slower. The build costs about five times as long: at 1,000,000 chunks on two sha
 the (16, 64) graph took 17 minutes, this one had reached a fifth of its rows after 18. An
 index built before keeps its own graph."""
 
-DEFAULT_EXACT_THRESHOLD = 20_000
+DEFAULT_EXACT_THRESHOLD = 150_000
+"""Readable chunks up to which vector search scans exactly. The exact scan's cost grows with
+the vectors of the caller's readable versions, not with the corpus: at 1,000,000 chunks a
+caller reading a tenth (100,000) was answered exactly in about 80-140 ms on two shared
+cores, where the HNSW walk took 95-130 ms for recall@10 0.924
+(``benchmarks/postgres_scale.py``)."""
+EXACT_ROUNDS = 2
+"""Batches of nearest candidates checked in turn before the exact scan checks every row."""
+PARALLEL_EXACT_ROWS = 50_000
+"""From this many estimated rows the exact scan invites parallel workers (their start-up
+cost is then small against the scan): at 100,000 rows on two cores, 118 -> 94 ms."""
 DEFAULT_EF_SEARCH = 200
 """The candidate list of a walk over a corpus the caller may read whole; it is divided by
 the readable fraction, up to :data:`EF_SEARCH_MAX`."""
@@ -70,6 +80,11 @@ SCAN_MARGIN = 4
 fraction before it stops (pgvector's ``hnsw.max_scan_tuples``)."""
 
 
+HEAD_VERSION = ("SELECT h.version_id FROM chunks h WHERE h.tenant_id = %s AND h.chunk_id = %s "
+                "AND h.is_head LIMIT 1")
+"""The head version of a chunk (a chunk id names one node, which has one head version)."""
+
+
 @dataclass(frozen=True)
 class VectorPlan:
     """How one filtered vector search runs: exactly, or by an HNSW walk of a given size."""
@@ -78,6 +93,7 @@ class VectorPlan:
     readable_fraction: float  # a lower bound: the readable rows were counted up to a cap
     ef_search: int = 0
     max_scan_tuples: int = 0
+    readable: int = 0  # the estimate the plan was made from
 
 
 def plan_vector_search(readable: int, total: int, limit: int, *, exact_threshold: int,
@@ -90,11 +106,11 @@ def plan_vector_search(readable: int, total: int, limit: int, *, exact_threshold
     """
     fraction = 1.0 if total <= 0 else min(1.0, max(readable, 1) / total)
     if readable <= exact_threshold:
-        return VectorPlan(True, fraction)
+        return VectorPlan(True, fraction, readable=readable)
     ef = min(EF_SEARCH_MAX, max(limit, ef_search, math.ceil(ef_search / fraction)))
     scan = math.ceil(SCAN_MARGIN * max(ef, limit) / fraction)
     return VectorPlan(False, fraction, ef, max(1, min(max_scan_tuples,
-                                                      max(MIN_SCAN_TUPLES, scan))))
+                                                      max(MIN_SCAN_TUPLES, scan))), readable)
 
 
 def vector_text(vector: Sequence[float]) -> tuple[int, str]:
@@ -115,6 +131,7 @@ class VectorTables(PostgresBase):
 
     _owner_dsn: str | None = None
     _indexed: set[str]
+    _head_counts: dict[str, tuple[int, int]]
     exact_vector_threshold: int = DEFAULT_EXACT_THRESHOLD
     ef_search: int = DEFAULT_EF_SEARCH
     max_scan_tuples: int = MAX_SCAN_TUPLES
@@ -150,11 +167,14 @@ class VectorTables(PostgresBase):
         with self.transaction(tenant) as conn:
             _pin_dimension(conn, tenant, model_id, dim)
             with conn.cursor() as cur:
+                # The vector names its chunk's head version (see _exact_scan).
                 cur.executemany(
-                    "INSERT INTO vectors VALUES (%s, %s, %s, %s, %s::vector) "
-                    "ON CONFLICT (tenant_id, model_id, chunk_id) DO UPDATE "
-                    "SET dim = EXCLUDED.dim, embedding = EXCLUDED.embedding",
-                    [(tenant, model_id, cid, d, text) for cid, d, text in encoded])
+                    "INSERT INTO vectors (tenant_id, model_id, chunk_id, dim, embedding, "
+                    "version_id) VALUES (%s, %s, %s, %s, %s::vector, "
+                    f"({HEAD_VERSION})) ON CONFLICT (tenant_id, model_id, chunk_id) DO UPDATE "
+                    "SET dim = EXCLUDED.dim, embedding = EXCLUDED.embedding, "
+                    "version_id = EXCLUDED.version_id",
+                    [(tenant, model_id, cid, d, text, tenant, cid) for cid, d, text in encoded])
         self.ensure_vector_index(model_id, dim)
         return len(encoded)
 
@@ -218,6 +238,11 @@ class VectorTables(PostgresBase):
             # the caller may read: the exact scan answers instead.
             exact = not use_index or len(rows) < limit
             if exact:
+                if plan.readable >= PARALLEL_EXACT_ROWS:
+                    # Transaction-local: the server's max_parallel_workers_per_gather still
+                    # bounds the workers (0 turns this off).
+                    conn.execute("SELECT set_config('parallel_setup_cost', '0', true), "
+                                 "set_config('parallel_tuple_cost', '0', true)")
                 rows = _exact_scan(conn, authz, model_id, q, limit)
         return [VectorHit(str(r[0]), 1.0 - float(r[1]), exact) for r in rows]
 
@@ -227,23 +252,44 @@ class VectorTables(PostgresBase):
             return self._plan(conn, authz, limit)
 
     def _plan(self, conn: Connection, authz: AuthzContext, limit: int) -> VectorPlan:
-        """Count the caller's readable chunks, at most threshold + 1 of them, and plan.
+        """Estimate the vectors of the caller's readable versions, and plan.
 
-        The count reads the ``chunks_readable`` index alone and stops at the cap, so it
-        costs no more than the exact scan it decides about; the head chunk total is the
-        lexical statistics' count.
+        The estimate is what the exact scan would read: the caller's readable versions (the
+        ``acl_tokens`` index alone, counted up to the threshold's worth of versions) times
+        the head chunks per head version. Counting the readable chunks themselves cost as
+        much as scanning them (about 160 ms for a tenth of 1,000,000). The head version
+        count is read again only when the corpus changed (its lexical generation).
         """
-        readable, params = readable_chunks(authz)
+        stats = conn.execute("SELECT n_chunks, generation FROM lexical_stats "
+                             "WHERE tenant_id = %s", (authz.tenant,)).fetchone()
+        total, generation = (int(stats[0]), int(stats[1])) if stats else (0, -1)
+        per_version = total / max(1, self._head_versions(conn, authz.tenant, generation))
+        cap = math.ceil((self.exact_vector_threshold + 1) / max(per_version, 1.0)) + 1
         row = conn.execute(
-            f"SELECT (SELECT count(*) FROM ({readable} LIMIT %s) r), "
-            "(SELECT n_chunks FROM lexical_stats WHERE tenant_id = %s)",
-            (*params, self.exact_vector_threshold + 1, authz.tenant)).fetchone()
-        counted = int(row[0]) if row else 0
-        total = int(row[1]) if row and row[1] is not None else counted
-        return plan_vector_search(counted, total, limit,
+            "SELECT count(*), count(DISTINCT version_id) FROM (SELECT a.version_id "
+            "FROM acl_tokens a WHERE a.tenant_id = %s AND a.token = ANY(%s) LIMIT %s) r",
+            (authz.tenant, sorted(authz.tokens), cap)).fetchone()
+        rows, versions = (int(row[0]), int(row[1])) if row else (0, 0)
+        readable = math.ceil(versions * per_version)
+        if rows >= cap:  # counting stopped: more than the threshold, a lower bound
+            readable = max(readable, self.exact_vector_threshold + 1)
+        if not authz.tokens or not authz.granted_labels:
+            readable = 0
+        return plan_vector_search(min(readable, total) if total else readable, total, limit,
                                   exact_threshold=self.exact_vector_threshold,
                                   ef_search=self.ef_search,
                                   max_scan_tuples=self.max_scan_tuples)
+
+    def _head_versions(self, conn: Connection, tenant: str, generation: int) -> int:
+        """Head versions of the tenant, remembered for one lexical generation."""
+        known = self._head_counts.get(tenant)
+        if known is not None and known[0] == generation:
+            return known[1]
+        row = conn.execute("SELECT count(*) FROM head_map WHERE tenant_id = %s "
+                           "AND version_id IS NOT NULL", (tenant,)).fetchone()
+        count = int(row[0]) if row else 0
+        self._head_counts[tenant] = (generation, count)
+        return count
 
     def head_vectors(self, tenant: str, model_id: str) -> tuple[list[str], list[bytes]]:
         rows = self._rows(
@@ -267,16 +313,45 @@ def _pin_dimension(conn: Connection, tenant: str, model_id: str, dim: int) -> No
 
 def _exact_scan(conn: Connection, authz: AuthzContext, model_id: str, q: str,
                 limit: int) -> list[Row]:
-    """Every readable vector scored: the exact top-``limit``, ties broken by chunk id."""
-    readable, params = readable_chunks(authz)
-    # The readable ids as one array probe the primary key directly, whatever the planner's
-    # statistics say (a join here may fall back to scanning every vector of the model).
-    # A zero vector has no direction: its distance is NaN, read as "unrelated" (score 0).
+    """Every readable vector scored: the exact top-``limit``, ties broken by chunk id.
+
+    The vectors are found by the versions the caller's ACL tokens name (migration 18): one
+    sorted array of version ids walks the ``vectors_version`` index, and the table is kept
+    in version order, so a tenth of a million chunks is read in about a tenth of the time
+    the same rows took by chunk id. The version is only the way in. Each candidate is then
+    admitted by its own (chunk, version) row: head, of a granted label, of the pinned label
+    epoch; so a vector naming a version it is no longer the head of admits nothing. That
+    check runs on the nearest candidates only, in distance order: the first ``limit`` that
+    pass are the exact top-``limit`` of what passes, because every candidate not yet
+    checked is farther. When too few pass (a readable version full of chunks of labels
+    the caller lacks), a larger batch is checked, and the last round checks every row.
+    A zero vector has no direction: its distance is NaN, read as "unrelated" (score 0).
+    The ordering expression deliberately differs from the indexed one, so this path can
+    never be served by the approximate index.
+    """
+    epoch, epoch_params = label_epoch_sql(authz)
+    admit = ("EXISTS (SELECT 1 FROM chunks c WHERE c.tenant_id = %s AND c.chunk_id = x.chunk_id "
+             f"AND c.version_id = x.version_id AND {epoch}c.is_head AND c.label = ANY(%s))")
+    admit_params = [authz.tenant, *epoch_params, sorted(authz.granted_labels)]
+    nearest = ("SELECT v.chunk_id, v.version_id, COALESCE(NULLIF(v.embedding <=> %s::vector, "
+               "'NaN'::float8), 1.0) AS d FROM vectors v WHERE v.tenant_id = %s "
+               "AND v.model_id = %s AND v.version_id = ANY(ARRAY(SELECT a.version_id "
+               "FROM acl_tokens a WHERE a.tenant_id = %s AND a.token = ANY(%s)))")
+    params = (q, authz.tenant, model_id, authz.tenant, sorted(authz.tokens))
+    fetch = 2 * limit + 16
+    for _ in range(EXACT_ROUNDS):
+        # The check sits outside the LIMIT: it runs on the batch, not on every row.
+        rows = conn.execute(
+            f"SELECT x.chunk_id, x.d, {admit} FROM ({nearest} ORDER BY d, v.chunk_id "
+            "LIMIT %s) x ORDER BY x.d, x.chunk_id",
+            (*admit_params, *params, fetch)).fetchall()
+        passed = [(r[0], r[1]) for r in rows if r[2]]
+        if len(passed) >= limit or len(rows) < fetch:
+            return passed[:limit]
+        fetch *= 16
     return conn.execute(
-        "SELECT v.chunk_id, COALESCE(NULLIF(v.embedding <=> %s::vector, 'NaN'::float8), 1.0) "
-        "AS d FROM vectors v WHERE v.tenant_id = %s AND v.model_id = %s "
-        f"AND v.chunk_id = ANY(ARRAY({readable})) ORDER BY d, v.chunk_id LIMIT %s",
-        (q, authz.tenant, model_id, *params, limit)).fetchall()
+        f"SELECT x.chunk_id, x.d FROM ({nearest}) x WHERE {admit} ORDER BY x.d, x.chunk_id "
+        "LIMIT %s", (*params, *admit_params, limit)).fetchall()
 
 
 def _hnsw_scan(conn: Connection, authz: AuthzContext, model_id: str, dim: int, q: str,
