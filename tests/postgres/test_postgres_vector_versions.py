@@ -113,11 +113,8 @@ def test_restricted_neighbours_in_a_readable_version_are_passed_over(
     store = PostgresStore(dsn)
     try:
         for rounds in (2, 1, 0):
-            for parallel_from in (10**9, 0):  # 0: parallel workers invited to every scan
-                monkeypatch.setattr("affidavit.store.postgres_vectors.EXACT_ROUNDS", rounds)
-                monkeypatch.setattr("affidavit.store.postgres_vectors.PARALLEL_EXACT_ROWS",
-                                    parallel_from)
-                assert search(store, NARROW, query) == expected, (rounds, parallel_from)
+            monkeypatch.setattr("affidavit.store.postgres_vectors.EXACT_ROUNDS", rounds)
+            assert search(store, NARROW, query) == expected, rounds
         # More than there is: every readable chunk, none of the secret ones.
         monkeypatch.setattr("affidavit.store.postgres_vectors.EXACT_ROUNDS", 2)
         assert sorted(search(store, NARROW, query, limit=1000)) == ids_of(

@@ -65,9 +65,6 @@ cores, where the HNSW walk took 95-130 ms for recall@10 0.924
 (``benchmarks/postgres_scale.py``)."""
 EXACT_ROUNDS = 2
 """Batches of nearest candidates checked in turn before the exact scan checks every row."""
-PARALLEL_EXACT_ROWS = 50_000
-"""From this many estimated rows the exact scan invites parallel workers (their start-up
-cost is then small against the scan): at 100,000 rows on two cores, 118 -> 94 ms."""
 DEFAULT_EF_SEARCH = 200
 """The candidate list of a walk over a corpus the caller may read whole; it is divided by
 the readable fraction, up to :data:`EF_SEARCH_MAX`."""
@@ -238,11 +235,6 @@ class VectorTables(PostgresBase):
             # the caller may read: the exact scan answers instead.
             exact = not use_index or len(rows) < limit
             if exact:
-                if plan.readable >= PARALLEL_EXACT_ROWS:
-                    # Transaction-local: the server's max_parallel_workers_per_gather still
-                    # bounds the workers (0 turns this off).
-                    conn.execute("SELECT set_config('parallel_setup_cost', '0', true), "
-                                 "set_config('parallel_tuple_cost', '0', true)")
                 rows = _exact_scan(conn, authz, model_id, q, limit)
         return [VectorHit(str(r[0]), 1.0 - float(r[1]), exact) for r in rows]
 
