@@ -23,7 +23,10 @@ that leaves the engine is checked against the oracle of ``oracle_world``:
   id in a ``ledger show`` view;
 * ``ledger_not_found``: someone else's record reads exactly like an id never issued;
 * ``sire_view``: one marker in the SIRE records a principal is shown (``sire list --as``):
-  titles, paths, Subjects and terms.
+  titles, paths, Subjects and terms;
+* ``vector_result``: one hit of the store's vector search (every chunk has a seeded random
+  vector): its chunk may be read; ``vector_exact``: the hits are exactly the nearest
+  readable chunks by plain cosine over the oracle's readable set (no over-filtering).
 
 Then a sixth of the tuples and a third of the grant holders lose something, some tuples are
 added, and everything runs again (including ``ledger show`` of the records made before):
@@ -37,6 +40,7 @@ import random
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import pytest
 
 from affidavit.classify.derived import HEADING_WITHHELD, TITLE_WITHHELD
@@ -56,6 +60,8 @@ SEARCH_LIMIT = 50
 SEARCHES_PER_PHASE = 2400
 ASKS_PER_PHASE = 150
 SIRE_VIEWS_PER_PHASE = 16
+VECTOR_SEARCHES_PER_PHASE = 120
+VECTOR_MODEL, VECTOR_DIM, VECTOR_LIMIT = "oracle-random", 16, 10
 
 pytestmark = pytest.mark.slow
 
@@ -180,6 +186,30 @@ class Phase:
         self.checks.check("forbidden_equals_missing", hits == missing == [],
                           f"{principal} saw {len(hits)} hits for {marker}")
 
+    # ---------------------------------------------------------------- vector search
+    def run_vector_searches(self, n: int, vectors: dict[tuple[str, str], np.ndarray]) -> None:
+        tenants = sorted(self.u.worlds)
+        for i in range(n):
+            tenant = tenants[i % len(tenants)]
+            principal = self.principal(self.u.worlds[tenant])
+            authz = self.u.engines[tenant].authz_context(principal)
+            query = np.asarray([self.rng.gauss(0.0, 1.0) for _ in range(VECTOR_DIM)])
+            hits = self.u.store.vector_search(authz, VECTOR_MODEL, query.tolist(),
+                                              limit=VECTOR_LIMIT)
+            for hit in hits:
+                self.checks.check("vector_result",
+                                  self.chunk_allowed(tenant, principal, hit.chunk_id),
+                                  f"{tenant} {principal} vector hit {hit.chunk_id}")
+            readable = sorted(cid for (t, cid) in vectors if t == tenant
+                              and self.chunk_allowed(tenant, principal, cid))
+            scores = [float(vectors[(tenant, cid)] @ query
+                            / (np.linalg.norm(vectors[(tenant, cid)]) * np.linalg.norm(query)))
+                      for cid in readable]
+            nearest = sorted(range(len(readable)), key=lambda j: (-scores[j], readable[j]))
+            expected = [readable[j] for j in nearest[:VECTOR_LIMIT]]
+            self.checks.check("vector_exact", [h.chunk_id for h in hits] == expected,
+                              f"{tenant} {principal} vector hits differ from the exact top-k")
+
     # ---------------------------------------------------------------- sire list --as
     def run_sire_views(self, n: int) -> None:
         tenants = sorted(self.u.worlds)
@@ -258,17 +288,31 @@ class Phase:
                               f"{principal} ledger names {chunk_id}")
 
 
+def put_random_vectors(universe: Universe) -> dict[tuple[str, str], np.ndarray]:
+    """A seeded random vector for every chunk of every tenant, stored for the vector path."""
+    rng = np.random.default_rng(20260102)
+    vectors = {key: rng.standard_normal(VECTOR_DIM).astype(np.float32)
+               for key in sorted(universe.chunk_marker)}
+    for tenant in sorted(universe.worlds):
+        universe.store.put_vectors(tenant, VECTOR_MODEL, {
+            cid: vec.tolist() for (t, cid), vec in vectors.items() if t == tenant})
+    return vectors
+
+
 def test_permissions_oracle_over_every_output_path(universe: Universe) -> None:
     rng = random.Random(20260101)
     checks = Checks()
+    vectors = put_random_vectors(universe)
     first = Phase(universe, rng, checks)
     first.run_searches(SEARCHES_PER_PHASE)
+    first.run_vector_searches(VECTOR_SEARCHES_PER_PHASE, vectors)
     first.run_asks(ASKS_PER_PHASE)
     first.run_sire_views(SIRE_VIEWS_PER_PHASE)
     for world in universe.worlds.values():
         mutate(world, rng, universe.store)
     second = Phase(universe, rng, checks)
     second.run_searches(SEARCHES_PER_PHASE)
+    second.run_vector_searches(VECTOR_SEARCHES_PER_PHASE, vectors)
     second.run_asks(ASKS_PER_PHASE)
     second.run_sire_views(SIRE_VIEWS_PER_PHASE)
     for tenant, principal, record_id, question in first.records:  # read under the new policy
@@ -280,6 +324,8 @@ def test_permissions_oracle_over_every_output_path(universe: Universe) -> None:
     assert not checks.violations, "\n".join(checks.violations[:20])
     assert checks.total >= 100_000, checks.report()
     assert min(checks.counts[k] for k in ("marker_recall", "forbidden_equals_missing",
-                                          "ask_citation", "ledger_not_found")) > 50
+                                          "ask_citation", "ledger_not_found",
+                                          "vector_result")) > 50
+    assert checks.counts["vector_exact"] == 2 * VECTOR_SEARCHES_PER_PHASE
     # The world has sensitive titles and headings, and readers who may not see them.
     assert min(withheld["title"], withheld["heading"], checks.counts["derived_text"]) > 50

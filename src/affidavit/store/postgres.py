@@ -93,10 +93,11 @@ class PostgresStore(PostgresIngestLocks, GovernanceTables, VectorTables, ApiKeyT
 
     ``dsn`` is normally the schema owner's (see :mod:`affidavit.store.postgres_setup` for
     how the application role is derived); ``app_dsn`` names the application connection
-    explicitly. ``exact_vector_threshold`` is the number of readable chunks up to which
-    vector search scans exactly instead of walking the HNSW index, and ``ef_search`` the
-    HNSW candidate list of that walk for a caller who may read everything; it grows as the
-    readable fraction falls (:func:`~affidavit.store.postgres_vectors.plan_vector_search`).
+    explicitly. ``exact_vector_threshold`` is the number of readable chunks (estimated from
+    the caller's readable versions) up to which vector search scans exactly instead of
+    walking the HNSW index, and ``ef_search`` the HNSW candidate list of that walk for a
+    caller who may read everything; it grows as the readable fraction falls
+    (:func:`~affidavit.store.postgres_vectors.plan_vector_search`).
     """
 
     backend = "postgres"
