@@ -87,7 +87,7 @@ class VectorPlan:
     """How one filtered vector search runs: exactly, or by an HNSW walk of a given size."""
 
     exact: bool
-    readable_fraction: float  # a lower bound: the readable rows were counted up to a cap
+    readable_fraction: float  # from the estimate; a lower bound when counting stopped
     ef_search: int = 0
     max_scan_tuples: int = 0
     readable: int = 0  # the estimate the plan was made from
