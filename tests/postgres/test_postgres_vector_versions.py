@@ -239,3 +239,28 @@ def test_the_plan_estimates_from_versions_and_walks_above_the_threshold(
         store.close()
     assert narrow.exact and narrow.readable_fraction == pytest.approx(2 / VERSIONS)
     assert not wide.exact
+
+
+def test_vectors_are_written_after_any_head_move_in_progress(loaded: tuple) -> None:
+    """Vector writes take the corpus lock head moves hold: a vector written while a move
+    is under way would name the head version from before it, and the move's renaming
+    would not see the uncommitted row."""
+    import threading
+
+    dsn, vectors = loaded
+    store = PostgresStore(dsn)
+    done = threading.Event()
+    chunk = ids_of(corpus()[NARROW_VERSION])[0]
+    try:
+        with psycopg.connect(dsn) as holder:
+            holder.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                           (f"affidavit:corpus:{T}",))
+            writer = threading.Thread(target=lambda: (
+                store.put_vectors(T, MODEL, {chunk: vectors[chunk].tolist()}), done.set()))
+            writer.start()
+            assert not done.wait(0.5)  # waiting for the move in progress
+            holder.rollback()
+        writer.join(10)
+        assert done.is_set()
+    finally:
+        store.close()

@@ -82,6 +82,7 @@ def bulk_put_vectors(store: PostgresStore, tenant: str, model_id: str,
         raise StoreError("vectors must be finite")
     dim = int(vectors.shape[1])
     with store.transaction(tenant) as conn:
+        lock_for(conn, "corpus", tenant)  # after any head move (see put_vectors)
         conn.execute("INSERT INTO vector_models VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                      (tenant, model_id, dim))
         pinned = conn.execute("SELECT dim FROM vector_models WHERE tenant_id = %s "

@@ -42,6 +42,7 @@ from affidavit.store.postgres_base import (
     PostgresBase,
     Row,
     label_epoch_sql,
+    lock_for,
     visible_to,
 )
 from affidavit.store.postgres_setup import connect
@@ -162,6 +163,10 @@ class VectorTables(PostgresBase):
             return 0
         dim = dims.pop()
         with self.transaction(tenant) as conn:
+            # After any head move in progress (they hold the same lock): the head version
+            # read below is then the one that move left, and a later move renames the
+            # vector (_move_head), so a vector never keeps naming a retired version.
+            lock_for(conn, "corpus", tenant)
             _pin_dimension(conn, tenant, model_id, dim)
             with conn.cursor() as cur:
                 # The vector names its chunk's head version (see _exact_scan).
