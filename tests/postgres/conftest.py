@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -51,3 +52,25 @@ def make_bundle(tenant: str, node: str, version: str, n_chunks: int, *,
         chunk_lengths={c.chunk_id: len(terms) for c in chunks},
         acl_tokens=acl, sire=SireTuple("s", ("a",), (), ()), witness="w", run_id="run-1",
         created_at=NOW)
+
+
+def edited_keeping_chunks(first: VersionBundle, version: str,
+                          acl: tuple[str, ...]) -> VersionBundle:
+    """A new version of ``first``'s node holding the same chunk ids (an edit that left the
+    body unchanged), under its own ACL."""
+    bundle = make_bundle(first.tenant, first.node_id, version, len(first.chunks), acl=acl)
+    return replace(bundle, chunks=tuple(replace(c, version_id=version) for c in first.chunks),
+                   postings=first.postings, chunk_lengths=first.chunk_lengths)
+
+
+def database_owned_by(cluster: PgCluster, role: str, database: str) -> tuple[str, str]:
+    """(superuser DSN, owner DSN) of a new, unmigrated database owned by an ordinary role,
+    as in production: migrations then run under the row-level security such an owner has."""
+    import psycopg
+
+    cluster.admin(f"CREATE ROLE {role} LOGIN CREATEROLE")
+    cluster.admin(f'CREATE DATABASE "{database}" OWNER {role}')
+    admin_dsn = cluster.dsn(database)
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    return admin_dsn, psycopg.conninfo.make_conninfo(admin_dsn, user=role)

@@ -11,7 +11,7 @@ import pytest
 
 from affidavit.records import AuthzContext
 from tests.pg_fixture import PgCluster
-from tests.postgres.conftest import make_bundle
+from tests.postgres.conftest import database_owned_by, make_bundle
 
 pytestmark = pytest.mark.postgres
 
@@ -38,12 +38,7 @@ def search(store: object, small: int) -> list[tuple[str, float]]:
 def test_a_database_written_before_migration_17_migrates(pg_cluster: PgCluster) -> None:
     from affidavit.store.postgres import PostgresStore
 
-    pg_cluster.admin("CREATE ROLE mig17_owner LOGIN CREATEROLE")
-    pg_cluster.admin('CREATE DATABASE "postings_before_17" OWNER mig17_owner')
-    admin_dsn = pg_cluster.dsn("postings_before_17")
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    owner = psycopg.conninfo.make_conninfo(admin_dsn, user="mig17_owner")
+    admin_dsn, owner = database_owned_by(pg_cluster, "mig17_owner", "postings_before_17")
     store = PostgresStore(owner)
     try:
         store.commit_version(make_bundle(T, "a", "va1", 12, terms=("alpha", "beta"),

@@ -22,7 +22,7 @@ from affidavit.store.postgres_vectors import (
     plan_vector_search,
 )
 from tests.pg_fixture import PgCluster
-from tests.postgres.conftest import make_bundle
+from tests.postgres.conftest import edited_keeping_chunks, make_bundle
 
 T = "tenant-plans"
 VERSIONS, CHUNKS = 40, 60  # 2,400 chunks: "alpha" has more postings than SMALL_POSTINGS
@@ -208,13 +208,8 @@ def test_an_unchanged_chunk_is_found_under_the_new_heads_acl_only(
         first = make_bundle(T, "doc", "v-old", 30, terms=("alpha", "beta"),
                             acl=("group:g3#member",))
         pg.commit_version(first)
-        second = make_bundle(T, "doc", "v-new", 30, terms=("alpha", "beta"),
-                             acl=("group:g5#member",))
         # The same chunk ids in the new version (an unchanged document body).
-        second = replace(second, chunks=tuple(replace(c, version_id="v-new")
-                                              for c in first.chunks),
-                         postings=first.postings, chunk_lengths=first.chunk_lengths)
-        pg.commit_version(second)
+        pg.commit_version(edited_keeping_chunks(first, "v-new", ("group:g5#member",)))
         old_reader = AuthzContext(T, "user:old", tokens(3), frozenset({"INTERNAL"}), "pv")
         new_reader = AuthzContext(T, "user:new", tokens(5), frozenset({"INTERNAL"}), "pv")
         ids = {c.chunk_id for c in first.chunks}

@@ -21,7 +21,7 @@ from affidavit.store import VersionBundle
 from affidavit.store.postgres import PostgresStore
 from affidavit.store.postgres_bulk import bulk_commit, bulk_put_vectors
 from tests.pg_fixture import PgCluster
-from tests.postgres.conftest import make_bundle
+from tests.postgres.conftest import edited_keeping_chunks, make_bundle
 
 pytestmark = pytest.mark.postgres
 
@@ -156,11 +156,7 @@ def test_an_unchanged_chunks_vector_follows_the_new_heads_acl(pg_cluster: PgClus
         store.commit_version(first)
         vectors = vectors_of([first], seed=9)
         store.put_vectors(T, MODEL, vectors)
-        second = make_bundle(T, "doc", "v-new", 30, acl=("group:g5#member",))
-        second = replace(second, chunks=tuple(replace(c, version_id="v-new")
-                                              for c in first.chunks),
-                         postings=first.postings, chunk_lengths=first.chunk_lengths)
-        store.commit_version(second)
+        store.commit_version(edited_keeping_chunks(first, "v-new", ("group:g5#member",)))
         old_reader = AuthzContext(T, "user:old", tokens(3), frozenset({"INTERNAL"}), "pv")
         new_reader = AuthzContext(T, "user:new", tokens(5), frozenset({"INTERNAL"}), "pv")
         query = np.ones(DIM, dtype=np.float32)

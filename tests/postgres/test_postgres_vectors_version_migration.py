@@ -6,8 +6,6 @@ as in production, so the update runs under the row-level security such an owner 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import psycopg
 import pytest
@@ -15,7 +13,7 @@ import pytest
 from affidavit.records import AuthzContext
 from affidavit.store.postgres import PostgresStore
 from tests.pg_fixture import PgCluster
-from tests.postgres.conftest import make_bundle
+from tests.postgres.conftest import database_owned_by, edited_keeping_chunks, make_bundle
 
 pytestmark = pytest.mark.postgres
 
@@ -44,12 +42,7 @@ def search(store: PostgresStore) -> dict[int, list[str]]:
 
 
 def test_a_database_written_before_migration_18_migrates(pg_cluster: PgCluster) -> None:
-    pg_cluster.admin("CREATE ROLE mig18_owner LOGIN CREATEROLE")
-    pg_cluster.admin('CREATE DATABASE "vectors_before_18" OWNER mig18_owner')
-    admin_dsn = pg_cluster.dsn("vectors_before_18")
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    owner = psycopg.conninfo.make_conninfo(admin_dsn, user="mig18_owner")
+    admin_dsn, owner = database_owned_by(pg_cluster, "mig18_owner", "vectors_before_18")
     rng = np.random.default_rng(18)
     store = PostgresStore(owner)
     try:
@@ -58,9 +51,7 @@ def test_a_database_written_before_migration_18_migrates(pg_cluster: PgCluster) 
         store.put_vectors(T, MODEL, {c.chunk_id: rng.standard_normal(16).tolist()
                                      for c in first.chunks})
         # An edit keeping the chunk ids: the vectors stay and must name "va2".
-        edited = replace(make_bundle(T, "a", "va2", 12, acl=("group:g1#member",)),
-                         chunks=tuple(replace(c, version_id="va2") for c in first.chunks),
-                         postings=first.postings, chunk_lengths=first.chunk_lengths)
+        edited = edited_keeping_chunks(first, "va2", ("group:g1#member",))
         store.commit_version(edited)
         other = make_bundle(T, "b", "vb1", 8, acl=("group:g2#member",))
         store.commit_version(other)
