@@ -74,3 +74,19 @@ def database_owned_by(cluster: PgCluster, role: str, database: str) -> tuple[str
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     return admin_dsn, psycopg.conninfo.make_conninfo(admin_dsn, user=role)
+
+
+def run_script(dsn: str, script: str) -> None:
+    """Run ``;``-separated statements one by one, each committed (an undo of a migration)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for statement in script.strip().split(";\n"):
+            conn.execute(statement.strip().rstrip(";"))
+
+
+def row_security_forced(conn: object, *tables: str) -> list[tuple[str, bool]]:
+    """(table, row-level security enabled and forced) of ``tables``, sorted by name."""
+    return conn.execute(  # type: ignore[attr-defined, no-any-return]
+        "SELECT relname, relrowsecurity AND relforcerowsecurity FROM pg_class "
+        "WHERE relname = ANY(%s) ORDER BY relname", (list(tables),)).fetchall()

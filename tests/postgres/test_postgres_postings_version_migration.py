@@ -11,7 +11,12 @@ import pytest
 
 from affidavit.records import AuthzContext
 from tests.pg_fixture import PgCluster
-from tests.postgres.conftest import database_owned_by, make_bundle
+from tests.postgres.conftest import (
+    database_owned_by,
+    make_bundle,
+    row_security_forced,
+    run_script,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -52,9 +57,7 @@ def test_a_database_written_before_migration_17_migrates(pg_cluster: PgCluster) 
         assert before[0] == before[10**9] and len(before[0]) == 12
     finally:
         store.close()
-    with psycopg.connect(owner, autocommit=True) as conn:
-        for statement in UNDO_17.strip().split(";\n"):
-            conn.execute(statement.strip().rstrip(";"))  # the owner, as before migration 17
+    run_script(owner, UNDO_17)  # the owner, as before migration 17
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         # A posting whose chunk is no head row serves nothing and goes.
         conn.execute("INSERT INTO postings VALUES (%s, 'alpha', 'no-such-chunk', 1)", (T,))
@@ -73,7 +76,5 @@ def test_a_database_written_before_migration_17_migrates(pg_cluster: PgCluster) 
         assert len(rows) == 12 * 2 + 8
         assert all(posting == head for posting, head in rows)
         assert {posting for posting, _ in rows} == {"va2", "vb1"}
-        forced = conn.execute(
-            "SELECT relname, relrowsecurity AND relforcerowsecurity FROM pg_class "
-            "WHERE relname IN ('postings', 'chunks') ORDER BY relname").fetchall()
-        assert forced == [("chunks", True), ("postings", True)]
+        assert row_security_forced(conn, "postings", "chunks") == [("chunks", True),
+                                                                  ("postings", True)]

@@ -13,7 +13,13 @@ import pytest
 from affidavit.records import AuthzContext
 from affidavit.store.postgres import PostgresStore
 from tests.pg_fixture import PgCluster
-from tests.postgres.conftest import database_owned_by, edited_keeping_chunks, make_bundle
+from tests.postgres.conftest import (
+    database_owned_by,
+    edited_keeping_chunks,
+    make_bundle,
+    row_security_forced,
+    run_script,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -64,8 +70,7 @@ def test_a_database_written_before_migration_18_migrates(pg_cluster: PgCluster) 
     with psycopg.connect(owner, autocommit=True) as conn:
         graphs = conn.execute(GRAPHS).fetchall()
         assert len(graphs) == 1
-        for statement in UNDO_18.strip().split(";\n"):
-            conn.execute(statement.strip().rstrip(";"))  # the owner, as before migration 18
+    run_script(owner, UNDO_18)  # the owner, as before migration 18
 
     store = PostgresStore(owner)
     try:
@@ -81,7 +86,5 @@ def test_a_database_written_before_migration_18_migrates(pg_cluster: PgCluster) 
         assert all(named == head for named, head in rows)
         assert {named for named, _ in rows} == {"va2", "vb1"}
         assert conn.execute(GRAPHS).fetchall() == graphs
-        forced = conn.execute(
-            "SELECT relname, relrowsecurity AND relforcerowsecurity FROM pg_class "
-            "WHERE relname IN ('vectors', 'chunks') ORDER BY relname").fetchall()
-        assert forced == [("chunks", True), ("vectors", True)]
+        assert row_security_forced(conn, "vectors", "chunks") == [("chunks", True),
+                                                                 ("vectors", True)]
