@@ -90,3 +90,10 @@ def row_security_forced(conn: object, *tables: str) -> list[tuple[str, bool]]:
     return conn.execute(  # type: ignore[attr-defined, no-any-return]
         "SELECT relname, relrowsecurity AND relforcerowsecurity FROM pg_class "
         "WHERE relname = ANY(%s) ORDER BY relname", (list(tables),)).fetchall()
+
+
+def named_and_head_versions(conn: object, table: str) -> list[tuple[str, str | None]]:
+    """(version a row of ``table`` names, its chunk's head version) for every row."""
+    return conn.execute(  # type: ignore[attr-defined, no-any-return]
+        f"SELECT t.version_id, c.version_id FROM {table} t LEFT JOIN chunks c "
+        "ON c.tenant_id = t.tenant_id AND c.chunk_id = t.chunk_id AND c.is_head").fetchall()

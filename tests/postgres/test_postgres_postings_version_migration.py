@@ -14,6 +14,7 @@ from tests.pg_fixture import PgCluster
 from tests.postgres.conftest import (
     database_owned_by,
     make_bundle,
+    named_and_head_versions,
     row_security_forced,
     run_script,
 )
@@ -70,9 +71,7 @@ def test_a_database_written_before_migration_17_migrates(pg_cluster: PgCluster) 
     finally:
         store.close()
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT p.version_id, c.version_id FROM postings p LEFT JOIN chunks c "
-            "ON c.tenant_id = p.tenant_id AND c.chunk_id = p.chunk_id AND c.is_head").fetchall()
+        rows = named_and_head_versions(conn, "postings")
         assert len(rows) == 12 * 2 + 8
         assert all(posting == head for posting, head in rows)
         assert {posting for posting, _ in rows} == {"va2", "vb1"}

@@ -17,6 +17,7 @@ from tests.postgres.conftest import (
     database_owned_by,
     edited_keeping_chunks,
     make_bundle,
+    named_and_head_versions,
     row_security_forced,
     run_script,
 )
@@ -79,9 +80,7 @@ def test_a_database_written_before_migration_18_migrates(pg_cluster: PgCluster) 
     finally:
         store.close()
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT v.version_id, c.version_id FROM vectors v LEFT JOIN chunks c "
-            "ON c.tenant_id = v.tenant_id AND c.chunk_id = v.chunk_id AND c.is_head").fetchall()
+        rows = named_and_head_versions(conn, "vectors")
         assert len(rows) == 12 + 8
         assert all(named == head for named, head in rows)
         assert {named for named, _ in rows} == {"va2", "vb1"}
