@@ -33,15 +33,18 @@ from affidavit.store.postgres_base import Connection, label_epoch_sql, visible_t
 
 SMALL_POSTINGS = 500
 """Below this many postings the per-posting plan is taken without counting readers."""
-VERSIONS_PER_POSTING = 8
+VERSIONS_PER_POSTING = 14
 """The readable side is taken up to this many readable versions (token rows) per posting.
 A version costs it an index tuple and a hash entry, a posting the other plan two index
 probes (about 10 µs at 1,000,000 chunks, where the chunk key no longer stays in cache);
-the postings the hash drops are not probed at all. At 1,000,000 chunks
-(``benchmarks/postgres_scale.py``'s corpus, 100 queries, two consecutive runs) a cap of 8
-gave the 10% reader p50 29 ms against 50 ms with a cap of 1 (4: 47, 16: 40), the 1%
-reader 19 against 23, and a reader of half the corpus, whom the hash helps least, 65
-against 51."""
+the postings the hash drops are not probed at all. Measured at 1,000,000 chunks
+(``benchmarks/postgres_scale.py``'s corpus, each statement timed on the same queries, the
+best of three): for a reader of a tenth of the corpus (10,000 versions) the readable side
+was faster at every query, down to 16 versions a posting (4.8 against 6.4 ms); for a
+reader of half (50,000 versions) the two were level at 13 versions a posting (68 against
+70 ms), the readable side 19% slower at 15 and faster below 13. The first choice of 8,
+made before postings named their versions, sent about a third of the 10% reader's
+queries to the slower side."""
 
 # The sum runs in the order of the (sorted) query terms, as SQLite's does: a sum of the
 # same terms in another order may differ in its last bit, and a score tie broken by the
