@@ -4,6 +4,7 @@
         [--queries 100] [--dsn postgresql://owner@host/db] [--commit-sample 20000]
         [--ef-search 100,200] [--exact-threshold 150000] [--explain]
         [--shared-buffers 2GB] [--workdir DIR [--reuse]] [--warm] [--lexical-only]
+        [--shares 10,1]
 
 Corpus (fixed seed): documents of 10 chunks, each chunk 12 words drawn from a Zipf-like
 vocabulary of 20,000 words; every document is readable by one of 100 groups, so a
@@ -24,7 +25,8 @@ for ``--reuse`` (query an earlier load again, e.g. after a store change; opening
 applies any new migration). Progress of a long load goes to stderr with the load average,
 which is printed with every rate too.
 
-Queries, for the 10% and the 1% principal, the same ones on both backends: lexical through
+Queries, for the 10% and the 1% principal (``--shares``: other percentages of the 100
+groups, e.g. ``50,20,10,1``), the same ones on both backends: lexical through
 the governed retriever (document frequencies, BM25 with the authz filter in the query,
 chunk fetch), vector through ``Store.vector_search`` (prefiltered). p50/p99 in ms, and how
 many vector answers say they are the exact top-k. For PostgreSQL the plan of each vector
@@ -251,11 +253,11 @@ def load_postgres(store: Any, corpus: Corpus, commit_sample: int, owner_dsn: str
 
 def run_queries(store: Any, corpus: Corpus, n_queries: int, *, exact: Any = None,
                 ef_values: Sequence[int] = (), explain: bool = False, warm: bool = False,
-                lexical_only: bool = False) -> None:
+                lexical_only: bool = False, shares: Sequence[int] = (10, 1)) -> None:
     retriever = LexicalRetriever.from_settings(store, Settings().lexical)
     queries = corpus.queries(n_queries)
     print(f"  [load average {load_average()}]")
-    for share, groups in (("10%", 10), ("1%", 1)):
+    for share, groups in ((f"{n}%", n) for n in shares):
         authz = principal(groups)
         calls = [lambda q=q, a=authz: retriever.search(a, q, limit=10) for q, _ in queries]
         if warm:  # once untimed: the pages the queries read are in memory, on either backend
@@ -316,7 +318,8 @@ def bench_sqlite(corpus: Corpus, args: argparse.Namespace, workdir: Path) -> Non
             print("  (database of an earlier run reused: no load)")
         else:
             load_sqlite(store, corpus, workdir / "bench.db")
-        run_queries(store, corpus, args.queries, warm=args.warm, lexical_only=args.lexical_only)
+        run_queries(store, corpus, args.queries, warm=args.warm, lexical_only=args.lexical_only,
+                    shares=args.shares)
     finally:
         store.close()
 
@@ -362,12 +365,24 @@ def bench_postgres(corpus: Corpus, args: argparse.Namespace, workdir: Path) -> N
         else:
             load_postgres(store, corpus, args.commit_sample, dsn, args.hnsw)
         run_queries(store, corpus, args.queries, exact=exact, ef_values=args.ef_search,
-                    explain=args.explain, warm=args.warm, lexical_only=args.lexical_only)
+                    explain=args.explain, warm=args.warm, lexical_only=args.lexical_only,
+                    shares=args.shares)
     finally:
         store.close()
         exact.close()
         if server is not None:
             server.cleanup()
+
+
+def shares_of(text: str) -> list[int]:
+    """``--shares``: comma-separated whole percentages from 1 to 100."""
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not whole percentages: {text!r}") from None
+    if not values or any(not 1 <= v <= GROUPS for v in values):
+        raise argparse.ArgumentTypeError(f"each share must be 1 to {GROUPS}: {text!r}")
+    return values
 
 
 def main() -> int:
@@ -399,6 +414,9 @@ def main() -> int:
     parser.add_argument("--lexical-only", action="store_true", help="time lexical search only")
     parser.add_argument("--reuse", action="store_true",
                         help="query the databases an earlier run left in --workdir, no load")
+    parser.add_argument("--shares", type=shares_of, default=[10, 1],
+                        help="readable percentages to time, each 1-100 (a principal in that "
+                        "many of the 100 groups), e.g. 50,20,10,1 (default: 10,1)")
     args = parser.parse_args()
     if args.reuse and not args.workdir:
         parser.error("--reuse needs --workdir")
