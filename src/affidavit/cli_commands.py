@@ -59,7 +59,8 @@ class Context:
                 self.settings.source_file and not self.args.db) else Path.cwd()
             from affidavit.store import open_store
 
-            self._store = open_store(self.settings.store.db, base=base, create=create)
+            self._store = open_store(self.settings.store.db, base=base, create=create,
+                                     settings=self.settings.store)
         return self._store
 
     def close(self) -> None:

@@ -53,9 +53,18 @@ CONFIG_FILENAME = "affidavit.toml"
 DEFAULT_DB = ".affidavit/affidavit.db"
 
 
+HNSW_EF_SEARCH_MAX = 1000
+"""pgvector's largest ``hnsw.ef_search``."""
+
+
 @dataclass(frozen=True)
 class StoreSettings:
     db: str = DEFAULT_DB
+    # PostgreSQL vector search (ignored by SQLite, which always scans exactly): readable
+    # chunks up to which it scans exactly, and the HNSW candidate list of the walk above
+    # it for a caller who reads everything (see affidavit.store.postgres_vectors)
+    exact_vector_threshold: int = 150_000
+    hnsw_ef_search: int = 200
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ the file it came from.
 
 from __future__ import annotations
 
-from affidavit.config import _MODEL_LABELS, PUBLIC, RESTRICTED, Settings
+from affidavit.config import _MODEL_LABELS, HNSW_EF_SEARCH_MAX, PUBLIC, RESTRICTED, Settings
 from affidavit.errors import ConfigurationError
 
 
@@ -38,6 +38,7 @@ def validate(settings: Settings) -> None:
                                      key=f"sensitivity.inherit.{pattern}", source=source)
     _validate_tenant_policies(settings, source)
     _validate_egress(settings, source)
+    _validate_store(settings, source)
     ingest = settings.ingest
     if (ingest.max_expansion_ratio < 1 or ingest.expansion_floor_chars < 0
             or ingest.max_rendered_chars < ingest.expansion_floor_chars
@@ -121,3 +122,12 @@ def _validate_egress(settings: Settings, source: str) -> None:
             if label not in labels:
                 raise ConfigurationError(f"names unknown label {label!r}",
                                          key=f"egress.{name}", source=source)
+
+
+def _validate_store(settings: Settings, source: str) -> None:
+    if settings.store.exact_vector_threshold < 0:
+        raise ConfigurationError("must be 0 or more (0: the HNSW walk for every caller)",
+                                 key="store.exact_vector_threshold", source=source)
+    if not 1 <= settings.store.hnsw_ef_search <= HNSW_EF_SEARCH_MAX:
+        raise ConfigurationError(f"must be 1 to {HNSW_EF_SEARCH_MAX} (pgvector's range)",
+                                 key="store.hnsw_ef_search", source=source)

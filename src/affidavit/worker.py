@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = config_module.load(args.config,
                                       overrides={"store.db": args.db, "tenant": args.tenant})
-        store = open_store(settings.store.db)
+        store = open_store(settings.store.db, settings=settings.store)
     except AffidavitError as exc:
         print(f"affidavit: {exc}", file=sys.stderr)
         return 2

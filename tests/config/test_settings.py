@@ -30,6 +30,14 @@ def test_precedence_defaults_file_environment_flags(tmp_path: Path) -> None:
     assert flagged.store.db == "flag.db"
 
 
+def test_vector_search_settings_of_the_store(tmp_path: Path) -> None:
+    defaults = config.load(environ={}, cwd=tmp_path).store
+    assert (defaults.exact_vector_threshold, defaults.hnsw_ef_search) == (150_000, 200)
+    write(tmp_path, "[store]\nexact_vector_threshold = 0\nhnsw_ef_search = 1000\n")
+    store = config.load(environ={}, cwd=tmp_path).store
+    assert (store.exact_vector_threshold, store.hnsw_ef_search) == (0, 1000)
+
+
 def test_explicit_config_path_and_tables(tmp_path: Path) -> None:
     other = tmp_path / "other.toml"
     other.write_text('[grants]\n"group:hr#member" = ["PII"]\n[sensitivity.keywords]\n'
@@ -48,6 +56,10 @@ def test_explicit_config_path_and_tables(tmp_path: Path) -> None:
     ("[sensitivity]\nlabels = ['PUBLIC']\n", "sensitivity.labels"),
     ("[chunking]\nmax_chars = 10\noverlap_chars = 10\n", "chunking"),
     ("[acl]\ndefault = [1, 2]\n", "acl.default"),
+    ("[store]\nexact_vector_threshold = -1\n", "store.exact_vector_threshold"),
+    ("[store]\nexact_vector_threshold = 1.5\n", "store.exact_vector_threshold"),
+    ("[store]\nhnsw_ef_search = 0\n", "store.hnsw_ef_search"),
+    ("[store]\nhnsw_ef_search = 1001\n", "store.hnsw_ef_search"),
 ])
 def test_bad_settings_name_the_key_and_the_file(tmp_path: Path, text: str, key: str) -> None:
     path = write(tmp_path, text)

@@ -8,8 +8,10 @@ import numpy as np
 import psycopg
 import pytest
 
+from affidavit.config import StoreSettings
 from affidavit.errors import StoreError
 from affidavit.records import AuthzContext
+from affidavit.store import open_store
 from affidavit.store.postgres import PostgresStore
 from affidavit.store.postgres_vectors import hnsw_index_name
 from tests.pg_fixture import PgCluster
@@ -120,6 +122,25 @@ def test_a_walk_stopped_short_of_the_limit_gives_way_to_the_exact_scan(
     assert (plan.exact, plan.max_scan_tuples) == (False, 1)
     assert [h.chunk_id for h in hits] == brute_force(vectors, readable_ids(vectors), query, 10)
     assert all(h.exact for h in hits)
+
+
+def test_the_store_settings_choose_the_plan(corpus: tuple) -> None:
+    # [store] exact_vector_threshold and hnsw_ef_search reach the store open_store opens.
+    dsn, vectors = corpus
+    walk = open_store(dsn, settings=StoreSettings(exact_vector_threshold=0, hnsw_ef_search=7))
+    scan = open_store(dsn, settings=StoreSettings())
+    query = np.random.default_rng(21).standard_normal(DIM)
+    try:
+        assert isinstance(walk, PostgresStore) and isinstance(scan, PostgresStore)
+        walked, scanned = walk.vector_plan(READER, limit=5), scan.vector_plan(READER, limit=5)
+        hits = walk.vector_search(READER, "model-a", query.tolist(), limit=5)
+    finally:
+        walk.close()
+        scan.close()
+    # 1% readable: the candidate list is the setting divided by the fraction
+    assert (walked.exact, walked.ef_search) == (False, 700)
+    assert scanned.exact
+    assert {h.chunk_id for h in hits} <= set(readable_ids(vectors))
 
 
 def test_the_plan_counts_what_the_caller_may_read(corpus: tuple) -> None:

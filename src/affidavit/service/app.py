@@ -99,7 +99,8 @@ def _own_telemetry_only() -> dict[str, Any]:
 
 def store_opener_for(settings: Settings, base: Path) -> Callable[[], Store]:
     """Opens the settings' store, a relative path taken from ``base``; never creates it."""
-    return lambda: open_store(settings.store.db, base=base, create=False)
+    return lambda: open_store(settings.store.db, base=base, create=False,
+                              settings=settings.store)
 
 
 def app_from_environment() -> FastAPI:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from affidavit.config import StoreSettings
 from affidavit.errors import ConfigurationError
 from affidavit.store.base import (
     ChunkRecord,
@@ -53,12 +54,13 @@ __all__ = [
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def open_store(location: str, *, base: Path | None = None,
-               create: bool = True) -> SQLiteStore | PostgresStore:
+def open_store(location: str, *, base: Path | None = None, create: bool = True,
+               settings: StoreSettings | None = None) -> SQLiteStore | PostgresStore:
     """Open the store named by a settings value: a file path, ``sqlite:///path`` or a
-    ``postgresql://`` DSN (the schema owner's; see :mod:`affidavit.store.postgres_setup`)."""
+    ``postgresql://`` DSN (the schema owner's; see :mod:`affidavit.store.postgres_setup`).
+    ``settings`` (the ``[store]`` section) tunes PostgreSQL's vector search."""
     if location.startswith(POSTGRES_SCHEMES):
-        return _open_postgres(location)
+        return _open_postgres(location, settings or StoreSettings())
     path_text = location.removeprefix("sqlite:///")
     path = Path(path_text)
     if path_text != ":memory:" and not path.is_absolute() and base is not None:
@@ -91,8 +93,9 @@ def _postgres_class() -> type[PostgresStore]:
     return PostgresStore
 
 
-def _open_postgres(dsn: str) -> PostgresStore:
-    return _postgres_class()(dsn)
+def _open_postgres(dsn: str, settings: StoreSettings) -> PostgresStore:
+    return _postgres_class()(dsn, exact_vector_threshold=settings.exact_vector_threshold,
+                             ef_search=settings.hnsw_ef_search)
 
 
 def __getattr__(name: str) -> object:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from psycopg import sql
 
+from affidavit.config import HNSW_EF_SEARCH_MAX, StoreSettings
 from affidavit.errors import StoreError
 from affidavit.records import AuthzContext
 from affidavit.store.base import VectorHit
@@ -58,19 +59,21 @@ slower. The build costs about five times as long: at 1,000,000 chunks on two sha
 the (16, 64) graph took 17 minutes, this one had reached a fifth of its rows after 18. An
 index built before keeps its own graph."""
 
-DEFAULT_EXACT_THRESHOLD = 150_000
-"""Readable chunks up to which vector search scans exactly. The exact scan's cost grows with
-the vectors of the caller's readable versions, not with the corpus: at 1,000,000 chunks a
-caller reading a tenth (100,000) was answered exactly in about 80-140 ms on two shared
-cores, where the HNSW walk took 95-130 ms for recall@10 0.924
-(``benchmarks/postgres_scale.py``)."""
+DEFAULT_EXACT_THRESHOLD = StoreSettings.exact_vector_threshold
+"""Readable chunks up to which vector search scans exactly (``[store]
+exact_vector_threshold``). The exact scan's cost grows with the vectors of the caller's
+readable versions, not with the corpus: at 1,000,000 chunks (``benchmarks/postgres_scale.py
+--shares 100,50,20,10,1``, p50 on two shared cores) it took 14-20 ms for a caller reading
+1%, 72-120 ms for 10%, 139 ms for 20%, 295 ms for half and 530 ms for all. The HNSW walk
+took 51-67 ms above 10%, for recall@10 0.70-0.77 with a (16, 64) graph on that corpus's
+random-projection vectors, and 0.924 at 10% with a (48, 200) graph. A deployment that
+wants exact answers for wider readers raises the threshold and pays the scan."""
 EXACT_ROUNDS = 2
 """Batches of nearest candidates checked in turn before the exact scan checks every row."""
-DEFAULT_EF_SEARCH = 200
-"""The candidate list of a walk over a corpus the caller may read whole; it is divided by
-the readable fraction, up to :data:`EF_SEARCH_MAX`."""
-EF_SEARCH_MAX = 1000
-"""pgvector's upper bound on ``hnsw.ef_search``."""
+DEFAULT_EF_SEARCH = StoreSettings.hnsw_ef_search
+"""``[store] hnsw_ef_search``: the candidate list of a walk over a corpus the caller may
+read whole; it is divided by the readable fraction, up to :data:`EF_SEARCH_MAX`."""
+EF_SEARCH_MAX = HNSW_EF_SEARCH_MAX
 MIN_SCAN_TUPLES = 20_000
 MAX_SCAN_TUPLES = 2_000_000
 SCAN_MARGIN = 4
