@@ -64,10 +64,11 @@ DEFAULT_EXACT_THRESHOLD = StoreSettings.exact_vector_threshold
 exact_vector_threshold``). The exact scan's cost grows with the vectors of the caller's
 readable versions, not with the corpus: at 1,000,000 chunks (``benchmarks/postgres_scale.py
 --shares 100,50,20,10,1``, p50 on two shared cores) it took 14-20 ms for a caller reading
-1%, 72-120 ms for 10%, 139 ms for 20%, 295 ms for half and 530 ms for all. The HNSW walk
-took 51-67 ms above 10%, for recall@10 0.70-0.77 with a (16, 64) graph on that corpus's
-random-projection vectors, and 0.924 at 10% with a (48, 200) graph. A deployment that
-wants exact answers for wider readers raises the threshold and pays the scan."""
+1%, 72-120 ms for 10%, 132-139 ms for 20%, 295-299 ms for half and 498-530 ms for all.
+Above the threshold the HNSW walk (this module's default graph, 32 links and a build list
+of 128) took 87-104 ms for recall@10 0.90-0.93 on that corpus's random-projection vectors
+(a (16, 64) graph: 51-67 ms, 0.70-0.77). A deployment that wants exact answers for wider
+readers raises the threshold and pays the scan."""
 EXACT_ROUNDS = 2
 """Batches of nearest candidates checked in turn before the exact scan checks every row."""
 DEFAULT_EF_SEARCH = StoreSettings.hnsw_ef_search
