@@ -26,7 +26,9 @@ that leaves the engine is checked against the oracle of ``oracle_world``:
   titles, paths, Subjects and terms;
 * ``vector_result``: one hit of the store's vector search (every chunk has a seeded random
   vector): its chunk may be read; ``vector_exact``: the hits are exactly the nearest
-  readable chunks by plain cosine over the oracle's readable set (no over-filtering).
+  readable chunks by plain cosine over the oracle's readable set (no over-filtering);
+  ``vector_walk_result`` (PostgreSQL): one hit of the same search by the HNSW walk, which
+  ``[store] exact_vector_threshold = 0`` gives every caller: its chunk may be read.
 
 Then a sixth of the tuples and a third of the grant holders lose something, some tuples are
 added, and everything runs again (including ``ledger show`` of the records made before):
@@ -209,6 +211,25 @@ class Phase:
             expected = [readable[j] for j in nearest[:VECTOR_LIMIT]]
             self.checks.check("vector_exact", [h.chunk_id for h in hits] == expected,
                               f"{tenant} {principal} vector hits differ from the exact top-k")
+            for hit in self.walked(authz, query):
+                self.checks.check("vector_walk_result",
+                                  self.chunk_allowed(tenant, principal, hit.chunk_id),
+                                  f"{tenant} {principal} HNSW walk hit {hit.chunk_id}")
+
+    def walked(self, authz: Any, query: np.ndarray) -> list[Any]:
+        """The same search by the HNSW walk, which ``[store] exact_vector_threshold = 0``
+        gives every caller (PostgreSQL only; SQLite always scans exactly)."""
+        store = self.u.store
+        if not hasattr(store, "exact_vector_threshold"):
+            return []
+        threshold = store.exact_vector_threshold
+        store.exact_vector_threshold = 0
+        try:
+            hits: list[Any] = store.vector_search(authz, VECTOR_MODEL, query.tolist(),
+                                                  limit=VECTOR_LIMIT)
+            return hits
+        finally:
+            store.exact_vector_threshold = threshold
 
     # ---------------------------------------------------------------- sire list --as
     def run_sire_views(self, n: int) -> None:
@@ -327,5 +348,7 @@ def test_permissions_oracle_over_every_output_path(universe: Universe) -> None:
                                           "ask_citation", "ledger_not_found",
                                           "vector_result")) > 50
     assert checks.counts["vector_exact"] == 2 * VECTOR_SEARCHES_PER_PHASE
+    if hasattr(universe.store, "exact_vector_threshold"):
+        assert checks.counts["vector_walk_result"] > 50
     # The world has sensitive titles and headings, and readers who may not see them.
     assert min(withheld["title"], withheld["heading"], checks.counts["derived_text"]) > 50
