@@ -17,7 +17,10 @@ also be read alone, :data:`SINGLE_PREMISES`). The claim's support is the highest
 probability of any premise and its contradiction the highest CONTRADICT probability. The
 premises of one claim are one batch of their own (int8 activations are scaled per batch),
 so a claim's scores do not depend on the other claims checked with it: the same inputs
-give the same scores.
+give the same scores on one machine. ONNX Runtime picks its kernels by CPU (AVX2, AVX-512),
+so another kind of CPU can differ in the last bits, and a claim scored right at a threshold
+can take the other label there; a ledger replay feeds verification the scores its record
+logged and never runs the model again, so a record replays the same anywhere.
 """
 
 from __future__ import annotations
