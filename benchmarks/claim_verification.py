@@ -51,11 +51,19 @@ SRC = "a1b2c3d4"
 STATUSES = ("VERIFIED", "PARTIALLY_VERIFIED", "UNVERIFIED", "REFUSED")
 LABELS = ("SUPPORT", "CONTRADICT", "NOINFO")
 THRESHOLDS = tuple(round(0.40 + 0.05 * i, 2) for i in range(9))
+Layers = dict[tuple[str, str], list[LayerInput]]
+"""Each row's model-layer inputs, by :func:`key`."""
 
 
 def load(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
+
+
+def key(row: dict[str, Any]) -> tuple[str, str]:
+    """A row's key: a claim id alone is not one (24 dev claims cite two or more abstracts,
+    one row each)."""
+    return row["claim_id"], row["doc_id"]
 
 
 def evidence_of(row: dict[str, Any]) -> dict[str, EvidenceItem]:
@@ -98,33 +106,33 @@ def balanced_accuracy(rows: Sequence[dict[str, Any]], statuses: Sequence[str]) -
 
 
 def embed(rows: Sequence[dict[str, Any]],
-          encoder: SentenceEncoder | None) -> tuple[dict[str, list[LayerInput]], float]:
+          encoder: SentenceEncoder | None) -> tuple[Layers, float]:
     """The embedding layer of every claim (computed once: it does not depend on the
     threshold), and the seconds it took."""
     start = time.perf_counter()
-    layers = {row["claim_id"]: ([] if encoder is None else
+    layers = {key(row): ([] if encoder is None else
                                 [embedding_layer(claims_of(row), evidence_of(row), encoder)])
               for row in rows}
     return layers, time.perf_counter() - start
 
 
 def entail(rows: Sequence[dict[str, Any]],
-           verifier: NliVerifier) -> tuple[dict[str, list[LayerInput]], float, float]:
+           verifier: NliVerifier) -> tuple[Layers, float, float]:
     """The nli layer of every claim, the seconds it took and the CPU seconds it used (on a
     shared machine the wall clock also counts other people's work)."""
     start, cpu = time.perf_counter(), time.process_time()
     # All claims in one call, as ``affidavit verify-claims`` checks a file: they are scored
     # side by side on one-thread sessions (each claim its own batch, so the same bytes).
     computed = verifier.layers([(claims_of(row), evidence_of(row)) for row in rows])
-    layers = {row["claim_id"]: [layer] for row, layer in zip(rows, computed, strict=True)}
+    layers = {key(row): [layer] for row, layer in zip(rows, computed, strict=True)}
     return layers, time.perf_counter() - start, time.process_time() - cpu
 
 
 def run(rows: Sequence[dict[str, Any]], threshold: float,
-        layers: dict[str, list[LayerInput]], extra_seconds: float = 0.0
+        layers: Layers, extra_seconds: float = 0.0
         ) -> tuple[list[str], float]:
     start = time.perf_counter()
-    statuses = [status_of(row, threshold, layers[row["claim_id"]]) for row in rows]
+    statuses = [status_of(row, threshold, layers[key(row)]) for row in rows]
     return statuses, len(rows) / (time.perf_counter() - start + extra_seconds)
 
 
@@ -140,7 +148,7 @@ def report(name: str, rows: Sequence[dict[str, Any]], statuses: Sequence[str],
         print(f"{label:<11}" + "".join(f"{matrix[(label, s)]:>20}" for s in STATUSES))
 
 
-def calibrate(rows: Sequence[dict[str, Any]], layers: dict[str, list[LayerInput]]) -> None:
+def calibrate(rows: Sequence[dict[str, Any]], layers: Layers) -> None:
     """Pick the coverage threshold on even claim ids; report it on odd ones."""
     tune = [r for r in rows if int(r["claim_id"]) % 2 == 0]
     held = [r for r in rows if int(r["claim_id"]) % 2 == 1]
@@ -181,7 +189,7 @@ EMBEDDING_GRID = (0.0, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
 
 
 def ceiling(rows: Sequence[dict[str, Any]], verifier: NliVerifier | None,
-            encoder: SentenceEncoder | None) -> None:
+            embedded: Layers | None) -> None:
     """The best balanced accuracy of "L2 passes at coverage c, the nli support is at least
     s, its contradiction below k, the embedding score at least e" over a grid of all four,
     chosen on ``rows`` themselves: an upper bound on what thresholds can do."""
@@ -197,9 +205,8 @@ def ceiling(rows: Sequence[dict[str, Any]], verifier: NliVerifier | None,
             scores = [s for s in verifier.score_many([(c.text, sentences) for c in parts]) if s]
             support[i] = min((s.support for s in scores), default=1.0)
             contradict[i] = max((s.contradict for s in scores), default=0.0)
-        if encoder is not None:
-            layer = embedding_layer(parts, evidence_of(row), encoder)
-            similar[i] = min(layer.scores.values(), default=1.0)
+        if embedded is not None:
+            similar[i] = min(embedded[key(row)][0].scores.values(), default=1.0)
 
     def score(predicted: Sequence[bool]) -> float:
         pairs = list(zip(predicted, supported, strict=True))
@@ -211,23 +218,23 @@ def ceiling(rows: Sequence[dict[str, Any]], verifier: NliVerifier | None,
     for c in COVERAGE_GRID:
         for s in SUPPORT_GRID if verifier else (0.0,):
             for k in CONTRADICT_GRID if verifier else (1.01,):
-                for e in EMBEDDING_GRID if encoder else (0.0,):
+                for e in EMBEDDING_GRID if embedded else (0.0,):
                     predicted = [p and su >= s and co < k and si >= e for p, su, co, si
                                  in zip(passes[c], support, contradict, similar, strict=True)]
-                    key = "+".join(n for n, on in (("L2", True), ("nli", s > 0 or k < 1),
+                    signals = "+".join(n for n, on in (("L2", True), ("nli", s > 0 or k < 1),
                                                    ("embedding", e > 0)) if on)
                     figure = (round(score(predicted), 4), (c, s, k, e))
-                    if figure[0] > best.get(key, (-1.0, ()))[0]:
-                        best[key] = figure
+                    if figure[0] > best.get(signals, (-1.0, ()))[0]:
+                        best[signals] = figure
     print("\n== upper bound: every threshold chosen on these same claims (not a result)")
-    for key, (value, (c, s, k, e)) in sorted(best.items(), key=lambda kv: -kv[1][0]):
+    for signals, (value, (c, s, k, e)) in sorted(best.items(), key=lambda kv: -kv[1][0]):
         chosen = [f"coverage {c:.2f}"]
-        if "nli" in key:
+        if "nli" in signals:
             chosen.append(f"nli support >= {s:.2f}, contradiction "
                           + ("not used" if k > 1 else f"below {k:.2f}"))
-        if "embedding" in key:
+        if "embedding" in signals:
             chosen.append(f"embedding >= {e:.2f}")
-        print(f"{key:<20} balanced accuracy {value:.3f} ({'; '.join(chosen)})")
+        print(f"{signals:<20} balanced accuracy {value:.3f} ({'; '.join(chosen)})")
 
 
 def main(argv: Sequence[str]) -> int:
@@ -265,7 +272,7 @@ def main(argv: Sequence[str]) -> int:
                   f"({len(rows) / cpu:.1f} claims per CPU second; load average "
                   f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
             calibrate(rows, entailed)
-    encoder: MiniLM | str = "not loaded (--no-embedding)"
+    embedded: Layers | None = None
     if not args.no_embedding:
         encoder = minilm()
         if isinstance(encoder, str):
@@ -277,8 +284,7 @@ def main(argv: Sequence[str]) -> int:
             calibrate(rows, embedded)
     if args.ceiling:
         verifier = None if args.no_nli else load_verifier()
-        ceiling(rows, verifier if isinstance(verifier, NliVerifier) else None,
-                encoder if isinstance(encoder, MiniLM) else None)
+        ceiling(rows, verifier if isinstance(verifier, NliVerifier) else None, embedded)
     return 0
 
 
