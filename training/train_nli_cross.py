@@ -37,9 +37,10 @@ To train the shipped model further without its fp32 checkpoint, rebuild one from
 file with ``training/nli_cross_from_onnx.py`` and pass it as ``--start-from``. A second
 pass that way (``--seed 14 --limit 84000 --learning-rate 2e-5 --threads 2``, 54 minutes
 here) raised held three-way accuracy to 0.7125 in fp32 and 0.7025 in int8, left support
-balanced accuracy at 0.798, and did not help on the SciFact dev claims (the ranking of
-SUPPORT above the rest, AUC 0.713 against 0.711; L2 with the layer at the calibrated
-threshold 0.725 against 0.737), so it was not shipped.
+balanced accuracy at 0.798, and did not help on the SciFact dev claims (scored in torch
+fp32, the support floor alone: the ranking of SUPPORT above the rest, AUC 0.713 against
+0.711; L2 with the layer at the calibrated threshold 0.725 against 0.737), so it was not
+shipped.
 Needs ``torch`` and ``transformers`` (not project dependencies; the runtime uses ONNX Runtime only).
 """
 
