@@ -34,6 +34,7 @@ from affidavit.cli_commands import (
 )
 from affidavit.cli_completion import add_completion_command, completion_script
 from affidavit.cli_diagnose import add_explain_command, add_whoami_command
+from affidavit.cli_doctor import add_doctor_command
 from affidavit.cli_errors import EXIT_BROKEN_PIPE, report_error
 from affidavit.cli_identity import add_identity_commands
 from affidavit.cli_init import cmd_init
@@ -177,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_identity_commands(sub, common, as_json)
     add_requalify_command(sub, common, as_json)
     add_service_commands(sub, common, as_json)
+    add_doctor_command(sub, common, as_json)
     add_verify_claims_command(sub, common)
     add_completion_command(sub)
 

@@ -26,6 +26,7 @@ from affidavit.service import (
     admin_routes,
     console,
     document_routes,
+    health_routes,
     ingest_routes,
     ledger_routes,
     metrics_routes,
@@ -46,7 +47,8 @@ from affidavit.telemetry import flush as flush_telemetry
 ROUTERS: tuple[APIRouter, ...] = (query_routes.router, stream_routes.router,
                                   ledger_routes.router, document_routes.router,
                                   ingest_routes.router, admin_routes.router,
-                                  refs_routes.router, console.router, metrics_routes.router)
+                                  refs_routes.router, console.router, metrics_routes.router,
+                                  health_routes.router)
 
 DESCRIPTION = """A governed retrieval-augmented generation engine over HTTP.
 
