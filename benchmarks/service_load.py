@@ -12,9 +12,16 @@ directory, as ``tests/pg_fixture.py`` does) with two worker processes.
 
 For each client count, the clients call the service for ``--duration`` seconds, each
 cycling through a fixed mix: search, ask (``POST /v1/query``), search, streamed ask
-(``POST /v1/query/stream``, read to its envelope). Printed per run: requests/s, p50/p99
-per endpoint, errors (any status but 200, any transport failure, a stream without an
-envelope; must be 0), and whether the ledger grew by exactly the number of answers served.
+(``POST /v1/query/stream``, read to its envelope); the questions alternate between random
+vocabulary words and the opening words of a chunk the principal may read. Printed per
+run: requests/s, p50/p99 per endpoint, hits per search, the output-state mix of answers,
+errors (any status but 200, any transport failure, a stream without an envelope; must be
+0), and whether the ledger grew by exactly the number of answers served.
+
+It measures real work or fails: chunks are stamped with the serving epoch of the very
+settings the service runs (a chunk derived under another epoch is never served, so a corpus
+stamped with anything else would be one nobody can read), and a run whose searches found
+nothing, or whose answers all ended in one output state, exits 1.
 """
 
 from __future__ import annotations
@@ -39,8 +46,8 @@ from typing import Any
 
 import httpx
 
-from affidavit.classify.epoch import label_epoch
-from affidavit.config import Settings
+from affidavit.config import load as load_settings
+from affidavit.index.epochs import serving_epoch
 from affidavit.service import issue_key
 from affidavit.store import SQLiteStore
 from affidavit.store.base import RelationTuple, Store
@@ -74,9 +81,19 @@ def settings_text() -> str:
 # ---------------------------------------------------------------------- the corpus
 
 
-def load_corpus(store: Store, corpus: Any, *, bulk: bool) -> None:
-    """Commit every document (labelled under the default policy) and approve its SIRE."""
-    epoch = label_epoch(Settings().sensitivity)
+def answerable_queries(corpus: Any, n: int) -> list[str]:
+    """Questions that quote the opening words of a chunk ``user:bench`` may read: the
+    answerer can support these, where the random word queries mostly find nothing to say,
+    so that answers end in more than one output state."""
+    bundles, _ = next(corpus.batches(SCALE.BULK_DOCS))
+    readable = [b for b in bundles if int(b.alias[4:11]) % SCALE.GROUPS < READ_GROUPS]
+    return [" ".join(b.chunks[0].text.split()[:6]) for b in readable[:n]]
+
+
+def load_corpus(store: Store, corpus: Any, config: Path, *, bulk: bool) -> None:
+    """Commit every document, stamped with the serving epoch of the settings in ``config``
+    (the service reads only chunks of that epoch), and approve its SIRE."""
+    epoch = serving_epoch(load_settings(config), TENANT)
     t0 = time.perf_counter()
     for bundles, _ in corpus.batches(SCALE.BULK_DOCS):
         bundles = [replace(b, label_epoch=epoch) for b in bundles]
@@ -145,6 +162,8 @@ class Tally:
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     answers: int = 0
     states: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    searches: int = 0
+    hits: int = 0
 
 
 async def one_call(client: httpx.AsyncClient, kind: str, query: str, tally: Tally) -> None:
@@ -153,6 +172,9 @@ async def one_call(client: httpx.AsyncClient, kind: str, query: str, tally: Tall
         if kind == "search":
             response = await client.post("/v1/search", json={"query": query, "limit": 10})
             ok = response.status_code == 200
+            if ok:
+                tally.searches += 1
+                tally.hits += len(response.json()["hits"])
         elif kind == "ask":
             response = await client.post("/v1/query", json={"query": query})
             ok = response.status_code == 200
@@ -187,7 +209,10 @@ async def drive(base: str, key: str, queries: list[str], clients: int,
         async def worker(n: int) -> None:
             i = n
             while time.monotonic() < stop:
-                await one_call(client, MIX[i % len(MIX)], queries[i % len(queries)], tally)
+                # the question advances once per round of the mix, so that every kind
+                # of call meets every question whatever the number of clients
+                query = queries[(i // len(MIX)) % len(queries)]
+                await one_call(client, MIX[i % len(MIX)], query, tally)
                 i += clients
 
         t0 = time.perf_counter()
@@ -210,12 +235,25 @@ def report(tally: Tally, seconds: float, clients: int, ledger_growth: int) -> bo
         if values:
             print(f"    {kind:<6} n={len(values):>6,}  p50 {percentile(values, 50):8.1f} ms  "
                   f"p99 {percentile(values, 99):8.1f} ms  errors {tally.errors.get(kind, 0)}")
+    hits_per_search = tally.hits / tally.searches if tally.searches else 0.0
+    print(f"    hits per search: {hits_per_search:.2f} over {tally.searches:,} searches")
     states = ", ".join(f"{k} {v}" for k, v in sorted(tally.states.items()))
-    print(f"    output states of asks: {states}")
+    print(f"    output states of asks: {states or 'none'}")
     matches = ledger_growth == tally.answers
     print(f"    answers served {tally.answers:,}, ledger records added {ledger_growth:,}: "
           f"{'equal' if matches else 'DIFFERENT'}")
-    return matches and errors == 0
+    real_work = measured_real_work(tally)
+    if not real_work:
+        print("    MEASURED NO REAL WORK: searches found nothing, or every answer ended in one "
+              "output state")
+    return matches and errors == 0 and real_work
+
+
+def measured_real_work(tally: Tally) -> bool:
+    """Whether the run did what it claims to time: searches that find something and answers
+    that the gate told apart (one output state for every answer means the corpus was
+    unreadable or the questions unanswerable, not that the service is fast)."""
+    return tally.hits > 0 and len(tally.states) > 1
 
 
 def run_loads(store: Store, base: str, key: str, queries: list[str],
@@ -240,7 +278,7 @@ def bench_sqlite(corpus: Any, queries: list[str], args: argparse.Namespace,
     db = workdir / "service.db"
     store = SQLiteStore(db)
     try:
-        load_corpus(store, corpus, bulk=False)
+        load_corpus(store, corpus, config, bulk=False)
         key = issue_key(store, TENANT, PRINCIPAL).key
         with serving(config, str(db), 1) as base:
             return run_loads(store, base, key, queries, args)
@@ -263,7 +301,7 @@ def bench_postgres(corpus: Any, queries: list[str], args: argparse.Namespace,
     config.write_text(settings_text(), encoding="utf-8")
     store = PostgresStore(dsn)
     try:
-        load_corpus(store, corpus, bulk=True)
+        load_corpus(store, corpus, config, bulk=True)
         key = issue_key(store, TENANT, PRINCIPAL).key
         with serving(config, dsn, 2) as base:
             return run_loads(store, base, key, queries, args)
@@ -283,7 +321,10 @@ def main() -> int:
     parser.add_argument("--workdir", default=None, help="where the databases go (default: temp)")
     args = parser.parse_args()
     corpus = SCALE.Corpus(args.chunks)
-    queries = [text for text, _ in corpus.queries(args.queries)]
+    random_words = [text for text, _ in corpus.queries(args.queries)]
+    quoted = answerable_queries(corpus, args.queries)
+    # half the questions quote readable text, half are random words
+    queries = [q for pair in zip(random_words, quoted, strict=False) for q in pair]
     print(f"corpus: {corpus.n_docs:,} documents x {SCALE.CHUNKS_PER_DOC} chunks; "
           f"{args.duration:g} s per client count {args.clients}")
     ok = True
@@ -294,7 +335,8 @@ def main() -> int:
             ok &= bench_sqlite(corpus, queries, args, workdir)
         if args.backend in ("postgres", "both"):
             ok &= bench_postgres(corpus, queries, args, workdir)
-    print("all checks passed" if ok else "CHECKS FAILED: errors, or ledger and answers differ")
+    print("all checks passed" if ok else
+          "CHECKS FAILED: errors, ledger and answers differ, or no real work measured")
     return 0 if ok else 1
 
 
