@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from affidavit.cli_audit import add_audit_commands
+from affidavit.cli_backup import add_backup_commands
 from affidavit.cli_bulk import add_quarantine_release, add_sire_filters
 from affidavit.cli_canary import add_canary_commands
 from affidavit.cli_commands import (
@@ -179,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_requalify_command(sub, common, as_json)
     add_service_commands(sub, common, as_json)
     add_doctor_command(sub, common, as_json)
+    add_backup_commands(sub, common, as_json)
     add_verify_claims_command(sub, common)
     add_completion_command(sub)
 
