@@ -86,7 +86,7 @@ def test_clean_requests_pass_through() -> None:
     provider = GuardedProvider(ExtractiveProvider(), guard)
     response = provider.generate(_request([_item("a1b2c3d4", "The board approved the budget.")]))
     assert response.text == "The board approved the budget. [src:a1b2c3d4]"
-    assert provider.name == "extractive" and provider.model_id == "extractive-v1"
+    assert provider.name == "extractive" and provider.model_id == "extractive-v2"
     assert guard.fragment_count > 0
 
 

@@ -42,7 +42,7 @@ def test_extractive_answers_with_cited_evidence_sentences_in_evidence_order() ->
         "Access reviews happen quarterly for all production systems. [src:a1b2c3d4] "
         "Each access review is signed by the system owner. [src:b2c3d4e5]"
     )
-    assert response.model_id == "extractive-v1" and response.token_logprobs is None
+    assert response.model_id == "extractive-v2" and response.token_logprobs is None
     claims = extract_claims(response.text)
     assert [c.citations for c in claims] == [("a1b2c3d4",), ("b2c3d4e5",)]
 

@@ -60,7 +60,7 @@ def test_spans_are_stages_nested_and_hashed_and_carry_no_text(tmp_path: Path) ->
     names = {s.name for s in spans}
     assert {"ingest.run", "ingest.fetch", "ingest.document", "extract.md", "classify",
             "index.commit", "query.ask", "query.authz_context", "query.retrieve.lexical",
-            "query.synthesize", "chat extractive-v1", "query.verify", "ledger.append"} <= names
+            "query.synthesize", "chat extractive-v2", "query.verify", "ledger.append"} <= names
     by_id = {s.span_id: s for s in spans}
 
     def parent(name: str) -> str:
@@ -71,14 +71,14 @@ def test_spans_are_stages_nested_and_hashed_and_carry_no_text(tmp_path: Path) ->
     assert parent("classify") == "ingest.document"
     assert parent("query.retrieve.lexical") == "query.ask"
     assert parent("query.authz_context") == "query.ask"
-    assert parent("chat extractive-v1") == "query.synthesize"
+    assert parent("chat extractive-v2") == "query.synthesize"
     assert parent("ledger.append") in ("query.verify", "query.ask")
     ask = next(s for s in spans if s.name == "query.ask")
     assert {s.trace_id for s in spans if s.name.startswith("query.")} == {ask.trace_id}
     extract = attributes(next(s for s in spans if s.name == "extract.md"))
     assert extract["affidavit.source_id_hash"] == id_hash(f"levy-{CANARY}.md", key=KEY)
     assert len(str(extract["affidavit.raw_digest_prefix"])) == 12
-    chat = attributes(next(s for s in spans if s.name == "chat extractive-v1"))
+    chat = attributes(next(s for s in spans if s.name == "chat extractive-v2"))
     assert chat["gen_ai.operation.name"] == "chat"
     retrieval = attributes(next(s for s in spans if s.name == "query.retrieve.lexical"))
     assert int(str(retrieval["gen_ai.retrieval.top_k"])) > 0

@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 from affidavit.answer.attribution import TokenScores
 from affidavit.answer.citations import LOOSE_SRC_PATTERN
 from affidavit.answer.compiler import CompiledPrompt
+from affidavit.answer.extractive import choose, render
 from affidavit.answer.relevance import evidence_texts, question_coverage
 from affidavit.answer.text import _sentence_spans, content_terms, normalize_space
 from affidavit.errors import InputRejected, ProviderError
@@ -177,13 +178,14 @@ class ThinkStreamFilter:
 
 
 class ExtractiveProvider:
-    """Offline, deterministic, no model: answers with the evidence sentences that share the
-    most content terms with the question, verbatim (whitespace collapsed), each followed by
-    its ``[src:ID]`` tag, in evidence order. No overlap at all gives an empty answer; evidence
-    that does not cover the question's key terms gives a refusal, never unrelated quotes."""
+    """Offline, deterministic, no model: answers with the evidence that answers the question
+    (:mod:`affidavit.answer.extractive`: sentences, table rows said with their headers, list
+    items, chosen by the question's terms and numbers), each followed by its ``[src:ID]``
+    tag, in evidence order. No match at all gives an empty answer; evidence that does not
+    cover the question's key terms gives a refusal, never unrelated quotes."""
 
     name = "extractive"
-    model_id = "extractive-v1"
+    model_id = "extractive-v2"
 
     def __init__(self, max_sentences: int = 4) -> None:
         if max_sentences < 1:
@@ -191,40 +193,17 @@ class ExtractiveProvider:
         self.max_sentences = max_sentences
 
     def generate(self, request: ProviderRequest) -> ProviderResponse:
-        """Pick and cite the best-matching evidence sentences."""
+        """Choose and cite the evidence that answers the question."""
         limit = min(self.max_sentences, request.max_sentences)
-        chosen = _best_sentences(request.prompt, limit)
-        coverage = question_coverage(request.prompt.question,
-                                     evidence_texts(request.prompt.evidence))
+        prompt = request.prompt
+        chosen = choose(prompt.question, prompt.evidence, limit)
+        coverage = question_coverage(prompt.question, evidence_texts(prompt.evidence))
         if chosen and coverage.uncovered:
             # The question's own words, never the evidence: a refusal quotes nothing.
             missing = ", ".join(coverage.words)
             text = f"The evidence does not address this question (nothing on: {missing})."
             return ProviderResponse(text=text, model_id=self.model_id)
-        text = " ".join(f"{sentence} [src:{src}]" for _, _, sentence, src in chosen)
-        return ProviderResponse(text=text, model_id=self.model_id)
-
-
-def _best_sentences(prompt: CompiledPrompt, limit: int) -> list[tuple[int, int, str, str]]:
-    wanted = set(content_terms(prompt.question))
-    scored: list[tuple[int, int, int, str, str]] = []
-    seen: set[str] = set()
-    for rank, item in enumerate(prompt.evidence):
-        spans = _sentence_spans(item.text)
-        for position, (start, end) in enumerate(spans):
-            raw = item.text[start:end].strip()
-            if raw.startswith(("#", "|")):  # headings and table rows are not statements
-                continue
-            if raw.endswith((":", "：")) and position + 1 < len(spans):
-                # A sentence that introduces a list means nothing without the list.
-                end = spans[position + 1][1]
-            sentence = normalize_space(LOOSE_SRC_PATTERN.sub("", item.text[start:end]))
-            score = len(wanted & set(content_terms(sentence)))
-            if score and sentence.casefold() not in seen:
-                seen.add(sentence.casefold())
-                scored.append((-score, rank, position, sentence, item.src))
-    best = sorted(scored)[:limit]
-    return sorted((rank, position, sentence, src) for _, rank, position, sentence, src in best)
+        return ProviderResponse(text=render(chosen), model_id=self.model_id)
 
 
 class ScriptedProvider:

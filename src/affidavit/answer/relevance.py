@@ -25,13 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from affidavit.answer.evidence import EvidenceItem
+from affidavit.answer.quantities import spelled_out
 from affidavit.answer.text import STOP_WORDS
 from affidavit.index.tokenize import Tokenizer
 
 QUESTION_FRAME_WORDS = frozenset((
     "policy", "policies", "rule", "rules", "procedure", "procedures", "process", "guidance",
     "requirement", "requirements", "required", "require", "much", "many", "long", "often",
-    "soon", "allowed", "allow", "permitted", "need", "needs", "get", "happens", "happen",
+    "soon", "allowed", "allow", "permitted", "need", "needs", "needed", "get", "happens",
+    "happen",
     "apply", "applies", "anything", "something", "someone", "anyone", "there", "way",
     "know", "find", "give", "show", "list", "state", "stated", "mean", "means", "exist",
     "exists", "regarding", "concerning", "related", "relating", "current", "currently",
@@ -40,6 +42,10 @@ QUESTION_FRAME_WORDS = frozenset((
     "includes", "included", "handle", "handled", "handles", "work", "works", "done", "make",
     "made", "say", "says", "said", "tell", "told", "involve", "involves", "expected",
     "fast", "quickly", "quick", "late", "early", "far", "big", "large", "high", "low",
+    # words that name the kind of answer wanted, not what it is about
+    "rate", "rates", "amount", "amounts", "value", "number", "total", "level", "figure",
+    "largest", "biggest", "greatest", "highest", "lowest", "smallest", "maximum", "minimum",
+    "least", "longest", "shortest",
 ))
 """Words that frame a question rather than name what it is about."""
 
@@ -98,8 +104,8 @@ def question_coverage(question: str, evidence: Sequence[str], *,
     ``compliance`` is the query's boundary compliance as recorded in the ledger
     (:mod:`affidavit.retrieval.compliance`), when there is one.
     """
-    key_terms = tuple(dict.fromkeys(_TOKENIZER.tokenize(question)))
-    latin = [t for t in key_terms if not _is_cjk(t)]
+    key_terms = tuple(dict.fromkeys(_TOKENIZER.tokenize(spelled_out(question))))
+    latin = _without_numbers([t for t in key_terms if not _is_cjk(t)])
     grams = [t for t in key_terms if _CJK_GRAM.match(t)]
     found = _addressing_terms(latin, [frozenset(_TOKENIZER.tokenize(t)) for t in evidence])
     uncovered = [t for t in latin if not _covered(t, found)]
@@ -108,6 +114,14 @@ def question_coverage(question: str, evidence: Sequence[str], *,
         uncovered.extend(g for g in grams if g not in found)
     return QuestionCoverage(key_terms, tuple(uncovered), _surface(question, uncovered),
                             _compliance_gap(compliance))
+
+
+def _without_numbers(terms: list[str]) -> list[str]:
+    """A number in a question is a constraint the answer must meet ("Who approves GBP
+    60,000?" is answered by "up to GBP 250,000"), not a word the evidence must repeat;
+    unless the question names nothing but numbers."""
+    words = [t for t in terms if not any(ch.isdigit() for ch in t)]
+    return words or terms
 
 
 def _addressing_terms(key_terms: Sequence[str],
