@@ -127,8 +127,25 @@ class Paragraph:
 
 
 @dataclass(frozen=True)
+class DroppedContent:
+    """Content of the file that the normalized text leaves out (a comment, a deleted run,
+    document information, an attachment), one entry per kind.
+
+    ``text`` is what it says, for classification, when the parser could read it; None when
+    it could not (an attachment, text past the cap): such content counts as the most
+    severe label (:mod:`affidavit.classify.dropped`). The text is never stored.
+    """
+
+    kind: str
+    text: str | None
+
+
+@dataclass(frozen=True)
 class ExtractedDocument:
-    """Output of a parser: normalized text, its paragraph map and what the body declared."""
+    """Output of a parser: normalized text, its paragraph map and what the body declared.
+
+    ``dropped`` is what the file holds beyond the text: what its original carries too.
+    """
 
     text: str
     paragraphs: tuple[Paragraph, ...]
@@ -136,6 +153,7 @@ class ExtractedDocument:
     title: str | None = None
     metadata: DocumentMetadata = field(default_factory=DocumentMetadata)
     links: tuple[str, ...] = ()
+    dropped: tuple[DroppedContent, ...] = ()
 
     def paragraph_text(self, paragraph: Paragraph) -> str:
         return self.text[paragraph.start : paragraph.end]

@@ -169,15 +169,19 @@ def test_original_is_whole_for_a_reader_cleared_for_every_chunk(
     assert response.content == text_pdf(PAGES)
 
 
-def test_original_of_a_partly_readable_non_pdf_is_refused(
+def test_original_of_a_partly_readable_non_pdf_is_refused_like_an_unknown_id(
         reader_service: RunningService, reader_deployment: Deployment) -> None:
     key = reader_deployment.keys["sam"]
     mixed = doc_id(reader_service, key, "printers facilities spring", "mixed.md")
     with reader_service.client(key) as client:
         response = client.get(f"/v1/documents/{mixed}/original")
-    assert response.status_code == 403
+        unknown = client.get(f"/v1/documents/{'0' * 32}/original")
+    assert response.status_code == 404
     assert response.headers["content-type"] == "application/problem+json"
-    assert response.json()["type"] == "urn:affidavit:problem:original-withheld"
+    body, expected = response.json(), unknown.json()
+    body["detail"] = body["detail"].replace(mixed, "ID")
+    expected["detail"] = expected["detail"].replace("0" * 32, "ID")
+    assert body == expected
     assert MIX_CANARY not in response.text
 
 

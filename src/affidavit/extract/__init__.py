@@ -4,6 +4,10 @@ One parser per format, chosen by the file name's suffix. Every parser is determi
 refuses bad input only with :class:`~affidavit.errors.InputRejected`; the reason codes are
 listed in :data:`REASON_CODES`.
 
+Each parser also records, by kind, what the file holds beyond that text (front matter,
+comments, hidden content, document information, attachments: ``ExtractedDocument.dropped``,
+:mod:`affidavit.extract.dropped`), so that the original file is labelled as a whole.
+
 Text formats (:class:`Parser`) read the strictly decoded, normalized text. Binary formats
 (:class:`BinaryParser`: PDF, DOCX) read the bytes, in a forked child process held to
 ``parse_timeout_seconds`` and a memory budget (:mod:`affidavit.extract.guard`).

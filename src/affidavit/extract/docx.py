@@ -15,8 +15,9 @@ What becomes text, and what deliberately does not:
   text are dropped;
 * **hidden text never reaches the index**: runs marked hidden (``w:vanish``, directly or
   through a paragraph or character style) and hidden table rows are dropped;
-* **comments are excluded**: ``word/comments.xml`` is never read and comment marks in the
-  body are skipped, so reviewers' remarks are not merged into the document's text;
+* **comments are excluded**: comment marks in the body are skipped, so reviewers'
+  remarks are not merged into the document's text (``word/comments.xml`` is read only to
+  label what the original file carries: :mod:`affidavit.extract.docx_dropped`);
 * field instructions, drawings and text boxes, headers, footers, footnotes and endnotes are
   not part of the body text and are left out.
 
@@ -51,6 +52,7 @@ from affidavit.extract.docx_body import (
     local_name,
     word_attribute,
 )
+from affidavit.extract.docx_dropped import dropped_content
 from affidavit.extract.layout import HEADING, LIST, RenderedText
 from affidavit.records import ExtractedDocument, ordered_unique
 
@@ -93,7 +95,8 @@ class DocxParser:
         if main not in package:
             raise InputRejected(MALFORMED_DOCX, "the package has no main document part")
         reader = _body_reader(package, main, limits)
-        blocks = list(reader.blocks(_body(parse_part(package, main))))
+        document = parse_part(package, main)
+        blocks = list(reader.blocks(_body(document)))
         rendered = RenderedText(max_paragraphs=limits.max_paragraphs)
         title = _render(blocks, rendered)
         if not rendered.paragraphs:
@@ -106,6 +109,7 @@ class DocxParser:
             format="docx",
             title=_core_title(package, core) or title,
             links=ordered_unique(reader.links),
+            dropped=dropped_content(package, main, document, reader, parse_part),
         )
 
 

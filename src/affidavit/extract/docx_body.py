@@ -97,6 +97,10 @@ class BodyReader:
     max_depth: int
     links: list[str] = field(default_factory=list)
     hidden_text: bool = False
+    # ids of the text nodes rendered, and of those skipped as hidden: every other text
+    # node of the part is dropped content (affidavit.extract.docx_dropped)
+    rendered: set[int] = field(default_factory=set)
+    hidden: set[int] = field(default_factory=set)
 
     def blocks(self, container: Element, depth: int = 0) -> Iterator[Block]:
         """Paragraphs and tables of ``container`` in reading order."""
@@ -156,10 +160,12 @@ class BodyReader:
             self.hidden_text = self.hidden_text or any(
                 local_name(child.tag) == "t" and (child.text or "").strip() for child in run
             )
+            self.hidden.update(id(child) for child in run)
             return
         for child in run:
             name = local_name(child.tag)
             if name in _RUN_TEXT:
+                self.rendered.add(id(child))
                 yield (child.text or "") if name == "t" else str(_RUN_TEXT[name])
 
     def _run_hidden(self, properties: Element | None, paragraph_hidden: bool) -> bool:

@@ -26,6 +26,14 @@ from itertools import groupby
 from affidavit.config import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract.decode import EMPTY_DOCUMENT
+from affidavit.extract.dropped import (
+    HTML_ATTRIBUTE,
+    HTML_COMMENT,
+    HTML_HIDDEN,
+    HTML_META,
+    HTML_NOT_RENDERED,
+    DroppedCollector,
+)
 from affidavit.extract.html_elements import (
     BLOCKS,
     CELLS,
@@ -117,6 +125,7 @@ class HtmlParser:
             format="html",
             title=reader.title or reader.first_h1,
             links=ordered_unique(reader.links),
+            dropped=reader.dropped.entries(),
         )
 
 
@@ -141,10 +150,14 @@ class _PageReader(_StdlibHTMLParser):
         self._context: _Context | None = None
         self._headings: list[tuple[int, str]] = []
         self._title: _Element | None = None  # the <title> being read, if any
+        # What the page holds that no reader sees: comments, hidden and unrendered
+        # elements, attribute values, markup left unfinished.
+        self.dropped = DroppedCollector()
 
     # ------------------------------------------------------------------ parser events
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._note_attributes(attrs)
         if tag in VOID:
             if tag == "br":
                 self._line_break()
@@ -188,9 +201,11 @@ class _PageReader(_StdlibHTMLParser):
             return
         element = self._stack[-1] if self._stack else None
         if element is not None and element.dropped:
+            self.dropped.add(HTML_NOT_RENDERED, data)
             return
         if element is not None and element.concealed:
             self.hidden_text = self.hidden_text or bool(data.strip())
+            self.dropped.add(HTML_HIDDEN, data)
             return
         cell = self._open_cell()
         if cell is not None:
@@ -199,6 +214,25 @@ class _PageReader(_StdlibHTMLParser):
             if self._context is None:
                 self._context = self._current_context()
             self._buffer.append(data)
+
+    def handle_comment(self, data: str) -> None:
+        self.dropped.add(HTML_COMMENT, data)
+
+    def handle_pi(self, data: str) -> None:
+        self.dropped.add(HTML_NOT_RENDERED, data)
+
+    def handle_decl(self, decl: str) -> None:
+        self.dropped.add(HTML_NOT_RENDERED, decl)
+
+    def unknown_decl(self, data: str) -> None:
+        self.dropped.add(HTML_NOT_RENDERED, data)
+
+    def _note_attributes(self, attrs: list[tuple[str, str | None]]) -> None:
+        """Attribute values (a meta description, a tooltip, a link target) are in the
+        file and in no paragraph."""
+        for name, value in attrs:
+            if value:
+                self.dropped.add(HTML_META if name == "content" else HTML_ATTRIBUTE, value)
 
     def close(self) -> None:
         super().close()
@@ -213,26 +247,29 @@ class _PageReader(_StdlibHTMLParser):
     # every later "<", which is quadratic on crafted input.
 
     def parse_starttag(self, i: int) -> int:
-        return self._or_to_end(super().parse_starttag(i))
+        return self._or_to_end(i, super().parse_starttag(i))
 
     def parse_endtag(self, i: int) -> int:
-        return self._or_to_end(super().parse_endtag(i))
+        return self._or_to_end(i, super().parse_endtag(i))
 
     def parse_comment(self, i: int, report: bool = True) -> int:
-        return self._or_to_end(super().parse_comment(i, report))
+        return self._or_to_end(i, super().parse_comment(i, report))
 
     def parse_pi(self, i: int) -> int:
-        return self._or_to_end(super().parse_pi(i))
+        return self._or_to_end(i, super().parse_pi(i))
 
     def parse_html_declaration(self, i: int) -> int:
         if self.rawdata.startswith("<![", i):
             # Marked sections mean nothing in HTML (browsers read a bogus comment), and the
             # generic handler raises on unknown keywords.
-            return self._or_to_end(self.parse_bogus_comment(i))
-        return self._or_to_end(super().parse_html_declaration(i))
+            return self._or_to_end(i, self.parse_bogus_comment(i))
+        return self._or_to_end(i, super().parse_html_declaration(i))
 
-    def _or_to_end(self, end: int) -> int:
-        return len(self.rawdata) if end < 0 else end
+    def _or_to_end(self, start: int, end: int) -> int:
+        if end >= 0:
+            return end
+        self.dropped.add(HTML_NOT_RENDERED, self.rawdata[start:])
+        return len(self.rawdata)
 
     # ------------------------------------------------------------------ the element stack
 

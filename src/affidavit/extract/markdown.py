@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from affidavit.config import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract.decode import check_line_lengths
+from affidavit.extract.dropped import FRONT_MATTER_FIELD, DroppedCollector
 from affidavit.extract.layout import (
     CODE,
     HEADING,
@@ -80,12 +81,17 @@ class MarkdownParser:
         metadata, body = split_front_matter(text, max_depth=limits.max_nesting_depth)
         reader = _BlockReader(body, max_paragraphs=limits.max_paragraphs)
         reader.read()
+        # The front matter stays in the original file: every field of it, and its comments,
+        # are text the chunks do not carry.
+        dropped = DroppedCollector()
+        dropped.add(FRONT_MATTER_FIELD, text[: len(text) - len(body)])
         document = ExtractedDocument(
             text=body,
             paragraphs=reader.spans.paragraphs,
             format="markdown",
             title=metadata.title or reader.first_title,
             metadata=metadata,
+            dropped=dropped.entries(),
         )
         return _with_links(document)
 

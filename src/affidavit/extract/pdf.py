@@ -12,6 +12,8 @@ lines separate paragraphs, line breaks inside a paragraph are kept, runs of spac
 only position text on the page become one space. Two-column pages therefore read across
 both columns line by line. Each paragraph carries its page number, so locators read
 ``p. N``. The title is the document information title, or the first short line.
+What the text layer leaves out (document information, outline, annotations, form fields,
+attachments, form XObject text) is recorded for labelling (:mod:`.pdf_dropped`).
 
 Refusals: ``ENCRYPTED_PDF`` (no password is ever tried, not even the empty one),
 ``TOO_MANY_PAGES``, ``NO_TEXT_LAYER`` (pages without text, as in a scan),
@@ -34,6 +36,7 @@ from affidavit.errors import InputRejected
 from affidavit.extract.archive import RATIO_FLOOR_BYTES
 from affidavit.extract.decode import EMPTY_DOCUMENT
 from affidavit.extract.layout import PARAGRAPH, RenderedText
+from affidavit.extract.pdf_dropped import dropped_content
 from affidavit.records import ExtractedDocument, ordered_unique
 
 ENCRYPTED_PDF = "ENCRYPTED_PDF"
@@ -121,6 +124,7 @@ def _read(content: bytes, limits: IngestSettings) -> ExtractedDocument:
         format="pdf",
         title=_info_title(reader) or (first if len(first) <= MAX_TITLE_CHARS else None),
         links=ordered_unique(links),
+        dropped=dropped_content(reader, pages, content),
     )
 
 

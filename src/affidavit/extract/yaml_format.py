@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from affidavit.config import IngestSettings
 from affidavit.extract.decode import check_line_lengths
+from affidavit.extract.dropped import YAML_COMMENT, DroppedCollector
 from affidavit.extract.layout import RenderedText, rendered_budget
 from affidavit.extract.structured import render_records, top_level_title
-from affidavit.records import ExtractedDocument
+from affidavit.records import DroppedContent, ExtractedDocument
 from affidavit.sources.safe_yaml import load_yaml_documents
 
 
@@ -31,4 +32,17 @@ class YamlParser:
             paragraphs=rendered.paragraphs,
             format="yaml",
             title=top_level_title(documents),
+            dropped=_comments(text),
         )
+
+
+def _comments(text: str) -> tuple[DroppedContent, ...]:
+    """Comments are not rendered. Every line's text from its first ``#`` on counts as one
+    (a ``#`` inside a quoted value too: that text is rendered anyway, labelling it again
+    costs nothing)."""
+    dropped = DroppedCollector()
+    for line in text.split("\n"):
+        mark = line.find("#")
+        if mark >= 0:
+            dropped.add(YAML_COMMENT, line[mark + 1 :])
+    return dropped.entries()
