@@ -1,9 +1,12 @@
-"""``affidavit labels override|sources``: admin label overrides and where labels came from.
+"""``affidavit labels override|sources|lapsed``: admin label overrides, where labels came
+from, and the overrides that lapsed.
 
 An override is the only way to lower a detected label. It is recorded as a
 ``label.override`` policy event with its actor (``--by``, default the operator's OS
-account) and reason, and is in force from the next ingestion run, which relabels the
-document. The CLI acts for whoever can open the database (DESIGN.md, "Who the caller is").
+account) and reason, bound to the paragraph's text and the label it replaces (as the head
+version has them now), and is in force from the next ingestion run, which relabels the
+document. When that text changes or goes, the override lapses (``labels lapsed``). The CLI
+acts for whoever can open the database (DESIGN.md, "Who the caller is").
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from affidavit.cli_errors import UsageError
 from affidavit.cli_ledger import printable
 
 if TYPE_CHECKING:
+    from affidavit.bindings import ContentBinding
     from affidavit.store.base import Store
 
 
@@ -38,6 +42,11 @@ def add_labels_commands(sub: Any, common: argparse.ArgumentParser,
                         help="each paragraph's label of a document and where it came from")
     q.add_argument("document", help="node id or path of the document")
     q.set_defaults(func=cmd_labels)
+    q = lsub.add_parser("lapsed", parents=[common, as_json],
+                        help="recorded overrides that lapsed: their paragraph changed or went",
+                        description="List the label overrides that no longer hold, newest "
+                                    "first (policy events of kind decision.lapse).")
+    q.set_defaults(func=cmd_labels)
 
 
 def _node(store: Store, tenant: str, document: str) -> tuple[str, str]:
@@ -55,12 +64,16 @@ def cmd_labels(ctx: Context) -> int:
 
     args = ctx.args
     store = ctx.store()
+    if args.labels_action == "lapsed":
+        return _lapsed(ctx, store)
     node_id, version_id = _node(store, ctx.tenant, args.document)
     if args.labels_action == "override":
         policy = SensitivityPolicy.from_settings(ctx.settings.sensitivity)
         label = None if args.label.casefold() == "none" else policy.canonical(args.label)
+        binding = _binding(ctx, store, node_id, version_id, args.paragraph)
         event = record_override(store, ctx.tenant, node_id=node_id, paragraph=args.paragraph,
-                                label=label, reason=args.reason, actor=operator_actor(args.by))
+                                label=label, reason=args.reason, actor=operator_actor(args.by),
+                                binding=binding)
         if args.json:
             _print_json({"seq": event.seq, "node_id": node_id, "paragraph": args.paragraph,
                          "label": label, "actor": event.actor})
@@ -81,3 +94,33 @@ def cmd_labels(ctx: Context) -> int:
     return EXIT_OK
 
 
+
+
+def _binding(ctx: Context, store: Store, node_id: str, version_id: str,
+             paragraph: int) -> ContentBinding:
+    """What an override of ``paragraph`` of the head version is about: its text, read again
+    from the stored bytes (the blob plane is the authority), and its detected label."""
+    from affidavit.classify.overrides import paragraph_binding, recorded_overrides
+    from affidavit.extract import extract
+
+    head = next(h for h in store.heads(ctx.tenant) if h.version_id == version_id)
+    blob = store.blob(ctx.tenant, head.raw_digest)
+    if blob is None:
+        raise UsageError(f"the stored bytes of {head.alias!r} are missing; ingest it again")
+    doc = extract(blob.content, filename=head.alias, limits=ctx.settings.ingest)
+    return paragraph_binding(doc, store.paragraph_labels(ctx.tenant, version_id), paragraph,
+                             recorded_overrides(store, ctx.tenant, node_id))
+
+
+def _lapsed(ctx: Context, store: Store) -> int:
+    from affidavit.audit.lapses import lapsed_decisions
+
+    lapses = lapsed_decisions(store, ctx.tenant)
+    if ctx.args.json:
+        _print_json([lapse.to_dict() for lapse in lapses])
+        return EXIT_OK
+    for lapse in lapses:
+        print(printable(f"#{lapse.seq} {lapse.at} {lapse.decision} #{lapse.decision_seq} "
+                        f"lapsed ({lapse.reason}): node {lapse.node_id} paragraph "
+                        f"{lapse.paragraph} {lapse.replaced} -> {lapse.label}"))
+    return EXIT_OK

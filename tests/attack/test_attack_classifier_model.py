@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 
+from affidavit.bindings import ContentBinding, text_sha256
 from affidavit.classify.document import label_document
+from affidavit.classify.overrides import LabelOverride
 from affidavit.classify.model import ModelParagraphClassifier
 from affidavit.classify.policy import SensitivityPolicy
 from affidavit.config import ModelClassifierSettings, SensitivitySettings, Settings
@@ -29,8 +31,15 @@ def test_a_paragraph_overridden_to_restricted_is_never_sent_to_the_classifier_mo
     salary = next(p.index for p in doc.paragraphs if SALARY in doc.paragraph_text(p))
     fake_openai.defaults["/v1/chat/completions"] = chat(json.dumps({}))
     classifier = ModelParagraphClassifier.from_settings(settings.model, policy)
+    # The override as recorded: bound to the paragraph's text and the label it replaced.
+    paragraph = doc.paragraphs[salary]
+    detected = label_document(doc, policy=policy, declared=None, path="crew.md",
+                              inherit={})[salary].label
+    override = LabelOverride(seq=1, node_id="crew", paragraph=salary, label="RESTRICTED",
+                             binding=ContentBinding(text_sha256(doc.paragraph_text(paragraph)),
+                                                    replaced=detected))
     labels = label_document(doc, policy=policy, declared=None, path="crew.md", inherit={},
-                            classifier=classifier, overrides={salary: "RESTRICTED"})
+                            classifier=classifier, overrides=[override])
     assert labels[salary].label == "RESTRICTED"
     sent = json.dumps(fake_openai.bodies("/v1/chat/completions"))
     assert "harbour office" in sent, "the model still classifies the other paragraphs"

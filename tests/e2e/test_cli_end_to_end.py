@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from pathlib import Path
 
@@ -136,10 +137,14 @@ def test_out_of_scope_entity_is_refused_before_retrieval(example_workspace: Run)
 
 def test_faq_short_circuit_only_for_callers_who_may_read_its_sources(
         example_workspace: Run, tmp_path: Path) -> None:
+    # The entry binds to the bytes of the source it was vetted against.
+    vetted = hashlib.sha256((EXAMPLES / "corpus" / "policies" /
+                             "travel-and-expenses-policy.md").read_bytes()).hexdigest()
     (tmp_path / "faq.toml").write_text(
         '[[entries]]\nquestion = "What is the nightly hotel limit in London?"\n'
         'answer = "GBP 185 per night, excluding breakfast and local taxes."\n'
-        'sources = ["hm-pol-002"]\n', encoding="utf-8")
+        f'sources = ["hm-pol-002"]\nvetted_against = {{ "hm-pol-002" = "{vetted}" }}\n',
+        encoding="utf-8")
     with (tmp_path / "affidavit.toml").open("a", encoding="utf-8") as config:
         config.write('\n[answer]\nfaq_file = "faq.toml"\n')
     staff = as_json(example_workspace("ask", "what is the nightly hotel limit in London",

@@ -9,6 +9,7 @@ entries) follows a collided id.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,11 @@ OWNER = "---\nsource_id: policy-7\nacl: [\"user:alice\"]\n---\n# Travel policy\n
         "Economy class applies to every flight under six hours.\n"
 INTRUDER_BODY = "# Travel policy\n\nBusiness class applies to every flight, says the intruder.\n"
 INTRUDER = "---\nsource_id: policy-7\nacl: [\"*\"]\n---\n" + INTRUDER_BODY
+
+
+def _vetted_against(text: str) -> str:
+    """An FAQ entry's binding to the bytes of source policy-7 as ``text``."""
+    return f'vetted_against = {{ "policy-7" = "{hashlib.sha256(text.encode()).hexdigest()}" }}\n'
 
 
 def setup(run: Run, tmp_path: Path, files: dict[str, str]) -> Path:
@@ -157,10 +163,12 @@ def test_a_keep_decision_leaves_the_claimant_refused(run: Run, tmp_path: Path) -
 
 
 def test_an_faq_entry_does_not_follow_a_taken_over_id(run: Run, tmp_path: Path) -> None:
-    corpus = setup(run, tmp_path, {"a-policy.md": OWNER.replace('["user:alice"]', '["*"]')})
+    owner = OWNER.replace('["user:alice"]', '["*"]')
+    corpus = setup(run, tmp_path, {"a-policy.md": owner})
     faq = tmp_path / "faq.toml"
-    faq.write_text('[[entries]]\nquestion = "Which class applies to short flights?"\n'
-                   'answer = "Economy class."\nsources = ["policy-7"]\n', encoding="utf-8")
+    entry = ('[[entries]]\nquestion = "Which class applies to short flights?"\n'
+             'answer = "Economy class."\nsources = ["policy-7"]\n')
+    faq.write_text(entry + _vetted_against(owner), encoding="utf-8")
     (tmp_path / "affidavit.toml").write_text(
         SETTINGS.replace("[grants]", f"[answer]\nfaq_file = {json.dumps(str(faq))}\n[grants]"),
         encoding="utf-8")
@@ -175,8 +183,8 @@ def test_an_faq_entry_does_not_follow_a_taken_over_id(run: Run, tmp_path: Path) 
     asked = as_json(run("ask", "Which class applies to short flights?", "--as", "user:bob",
                         "--json")[1])
     assert "FAQ_SHORT_CIRCUIT" not in asked["reasons"]
-    # an entry vetted again after the take-over is served again
-    faq.write_text(faq.read_text(encoding="utf-8") + 'vetted_at = "2999-01-01T00:00:00Z"\n',
+    # an entry vetted again after the take-over, against the new owner's text, is served
+    faq.write_text(entry + 'vetted_at = "2999-01-01T00:00:00Z"\n' + _vetted_against(INTRUDER),
                    encoding="utf-8")
     asked = as_json(run("ask", "Which class applies to short flights?", "--as", "user:bob",
                         "--json")[1])

@@ -13,11 +13,17 @@ It sits in front of claim verification, so it is deliberately conservative:
   ``affidavit identity resolve --take-over``) after the entry was vetted: the answer was
   vetted against the document that held the id before. An entry's optional ``vetted_at``
   (an ISO 8601 date or date-time, UTC when no offset is given) says when it was vetted;
-  an entry without one counts as vetted before any take-over.
+  an entry without one counts as vetted before any take-over;
+* never when a source's content is not what the entry was vetted against: an entry binds
+  to the SHA-256 of each source's bytes as vetted (``vetted_against``, source id -> hex
+  digest, what ``sha256sum`` prints for the file), and lapses when a source changes, goes,
+  or was never bound (fail closed; :mod:`affidavit.bindings`). The caller that knows the
+  store says what each source's bytes are now (``content_of``).
 
 Entries live in a TOML file (``[[entries]]`` tables) or a YAML file (``entries:`` list),
-each with ``question``, ``answer``, ``sources`` (source ids, at least one) and optional
-``labels`` and ``vetted_at``. Loading is the only I/O; matching is pure.
+each with ``question``, ``answer``, ``sources`` (source ids, at least one),
+``vetted_against`` and optional ``labels`` and ``vetted_at``. Loading is the only I/O;
+matching is pure.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from typing import Any
 import yaml
 
 from affidavit.answer.text import CJK_CLASS
+from affidavit.bindings import ContentBinding
 from affidavit.errors import InputRejected
 from affidavit.retrieval.scope import check_scope
 from affidavit.textforms import nfkc
@@ -40,6 +47,7 @@ from affidavit.textforms import nfkc
 NEAR_EXACT_JACCARD = 0.9
 _TOKEN = re.compile(f"[{CJK_CLASS}]|[^\\W_{CJK_CLASS}]+")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _NEGATIONS = frozenset(("not", "no", "never", "without", "cannot", "nor", "none", "neither",
                         "isn", "aren", "don", "doesn", "didn", "won", "can", "t", "不", "没",
                         "未", "无", "非"))
@@ -54,6 +62,7 @@ class FaqEntry:
     sources: tuple[str, ...]
     labels: tuple[str, ...] = ()
     vetted_at: str | None = None  # UTC ISO 8601
+    vetted_against: tuple[tuple[str, str], ...] = ()  # (source id, SHA-256 of its bytes)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the ledger."""
@@ -61,7 +70,17 @@ class FaqEntry:
                                 "sources": list(self.sources), "labels": list(self.labels)}
         if self.vetted_at is not None:
             data["vetted_at"] = self.vetted_at
+        if self.vetted_against:
+            data["vetted_against"] = dict(self.vetted_against)
         return data
+
+    def binding(self, source: str) -> ContentBinding:
+        """What the entry was vetted against for ``source`` (unbound when not named)."""
+        return ContentBinding(dict(self.vetted_against).get(source))
+
+    def holds(self, content_of: Callable[[str], str | None]) -> bool:
+        """Every source's bytes are still the ones the entry was vetted against."""
+        return all(self.binding(source).holds(content_of(source)) for source in self.sources)
 
 
 @dataclass(frozen=True)
@@ -110,11 +129,14 @@ class FaqCache:
         granted_labels: Collection[str] = (),
         out_of_scope_entities: Mapping[str, Sequence[str]] | None = None,
         taken_over_at: Callable[[str], str | None] = lambda source: None,
+        content_of: Callable[[str], str | None] | None = None,
     ) -> FaqMatch | None:
         """The entry that answers ``question`` for this caller, or ``None``.
 
         ``taken_over_at`` gives, for a source id, when its identity was last taken over by
-        another document (UTC ISO 8601), or None."""
+        another document (UTC ISO 8601), or None; ``content_of`` the SHA-256 of the source's
+        current bytes (None when it has none), against which an entry's binding is checked
+        (matching alone, without a store, checks none)."""
         entities = out_of_scope_entities or {}
         if check_scope(question, entities).refused:
             return None
@@ -127,7 +149,8 @@ class FaqCache:
             key=lambda found: (-found[2], normalize_question(found[0].question))))
         for entry, kind, score in candidates:
             if (_servable(entry, can_read_source, granted_labels, entities)
-                    and not _vetted_before_take_over(entry, taken_over_at)):
+                    and not _vetted_before_take_over(entry, taken_over_at)
+                    and (content_of is None or entry.holds(content_of))):
                 return FaqMatch(entry, kind, round(score, 6))
         return None
 
@@ -219,7 +242,19 @@ def _entry(item: Any, position: int) -> FaqEntry:
         except ValueError as exc:
             raise InputRejected("FAQ_MALFORMED", f"entry {position}: vetted_at must be an "
                                 "ISO 8601 date or date-time") from exc
-    return FaqEntry(question.strip(), answer.strip(), sources, labels, vetted_at)
+    return FaqEntry(question.strip(), answer.strip(), sources, labels, vetted_at,
+                    _vetted_against(item.get("vetted_against", {}), sources, position))
+
+
+def _vetted_against(value: Any, sources: tuple[str, ...],
+                    position: int) -> tuple[tuple[str, str], ...]:
+    """``vetted_against``: a table of the entry's own source ids to SHA-256 hex digests."""
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and k.strip() in sources and isinstance(v, str)
+            and _SHA256.fullmatch(v.strip().lower()) for k, v in value.items()):
+        raise InputRejected("FAQ_MALFORMED", f"entry {position}: vetted_against must map the "
+                            "entry's source ids to SHA-256 hex digests")
+    return tuple(sorted((k.strip(), v.strip().lower()) for k, v in value.items()))
 
 
 def _strings(value: Any, position: int, key: str) -> tuple[str, ...]:

@@ -66,7 +66,10 @@ def _released(store: Store, tenant: str, alias: str, raw_digest: str) -> bool:
 
 
 def _digest_tag(raw_digest: str) -> str:
-    return f"bytes {raw_digest[:16]}"
+    """How an entry names the bytes it holds: the whole SHA-256, so that a release binds to
+    exactly those bytes (:mod:`affidavit.bindings`). An entry recorded with a shorter tag
+    no longer matches: its bytes wait for a release of the entry the next run records."""
+    return f"bytes sha256:{raw_digest}"
 
 
 def check_drift(store: Store, tenant: str, head: HeadInfo, extracted: ExtractedDocument,

@@ -84,12 +84,15 @@ async def _review_page(request: Request, visitor: Visitor, message: str | None =
     state = service_state(request)
     proposals = (await state.call(caller, lambda e: review_views.proposals(e, caller))
                  if visitor.may("review") else [])
+    lapses = (await state.call(caller, lambda e: review_views.lapses(e, caller))
+              if visitor.may("review") else [])
     jobs = ingest_jobs(request)
     runs = (await state.call(caller, lambda e: review_views.runs(
         e, caller, lambda run: jobs.submitter(caller.tenant, run)))
             if visitor.may("ingest") else [])
     return html("review.html", me=await who(request, caller), visitor=visitor,
-                active="review", proposals=proposals, runs=runs, message=message)
+                active="review", proposals=proposals, lapses=lapses, runs=runs,
+                message=message)
 
 
 @router.get("/review")

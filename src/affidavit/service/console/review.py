@@ -1,5 +1,6 @@
 """The Review and Permissions pages' data: SIRE proposals with what changed since the
-previous version, ingest runs with their quarantine, and the permissions explainer.
+previous version, recorded decisions that lapsed, ingest runs with their quarantine, and
+the permissions explainer.
 
 SIRE records come through ``sire_records_for`` (what ``/v1/review/sire`` serves): a
 reviewer sees a proposal only for a document it may read, with the terms it may see; the
@@ -16,15 +17,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from affidavit.audit import changes as audited
+from affidavit.audit.lapses import LapsedDecision, lapsed_decisions
 from affidavit.authz.explain import AccessExplanation
 from affidavit.authz.facts import explain_document
 from affidavit.errors import NotFound
 from affidavit.identity.lifecycle import approve_sire
 from affidavit.identity.sire_labels import sire_records_for
 from affidavit.query import Engine
+from affidavit.records import AuthzContext
 from affidavit.service.auth import Credential
 from affidavit.service.ingest_routes import run_screen
-from affidavit.store.base import QuarantineRecord, RunRecord, SireRecord
+from affidavit.store.base import HeadInfo, QuarantineRecord, RunRecord, SireRecord, Store
 
 REJECTED = "REJECTED"
 _TERMS = ("included", "relevant", "excluded")
@@ -94,6 +97,37 @@ def decide_proposal(engine: Engine, caller: Credential, sire_id: str, approve: b
         return approve_sire(engine.store, caller.tenant, sire_id, by=caller.principal, at=at)
     return engine.store.set_sire_state(caller.tenant, sire_id, state=REJECTED,
                                        by=caller.principal, at=at)
+
+
+@dataclass(frozen=True)
+class LapseView:
+    """A lapsed decision on a document the reviewer may read, named as the reader sees it."""
+
+    lapse: LapsedDecision
+    alias: str
+
+
+def lapses(engine: Engine, caller: Credential) -> list[LapseView]:
+    """The recorded decisions that lapsed (their content changed or went), newest first,
+    for the documents the reviewer may read at least a part of."""
+    authz = engine.authz_context(caller.principal)
+    heads = {head.node_id: head for head in engine.store.heads(caller.tenant)}
+    shown = []
+    for lapse in lapsed_decisions(engine.store, caller.tenant):
+        head = heads.get(lapse.node_id or "")
+        alias = _readable_alias(engine.store, authz, head) if head is not None else None
+        if alias is not None:
+            shown.append(LapseView(lapse, alias))
+    return shown
+
+
+def _readable_alias(store: Store, authz: AuthzContext, head: HeadInfo) -> str | None:
+    """The document's path as a chunk the reader may read shows it, or None."""
+    metadata = json.loads(store.version_metadata(authz.tenant, head.version_id) or "{}")
+    source_id = str(metadata.get("source_id") or "")
+    ids = store.source_chunk_ids(authz.tenant, source_id) if source_id else []
+    readable = [c for c in store.get_chunks(authz, ids) if c.chunk.node_id == head.node_id]
+    return readable[0].alias if readable else None
 
 
 @dataclass(frozen=True)
