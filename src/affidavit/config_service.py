@@ -23,6 +23,9 @@ class OidcSettings:
     groups_claim: str = "groups"
     # claim holding the tenant; empty: every token belongs to the home tenant
     tenant_claim: str = ""
+    # the tenants the tenant claim may name; empty: only the tenant the service serves
+    # (``tenant``). A token naming any other is refused, whatever the store holds.
+    tenants: tuple[str, ...] = ()
     # claim holding the service role; empty or absent: default_role
     role_claim: str = ""
     default_role: str = "reader"

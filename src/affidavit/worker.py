@@ -63,6 +63,7 @@ from affidavit.store.postgres_queue import (
     record_warnings,
     release_claims,
 )
+from affidavit.supersession import Submitter, SupersessionGate
 from affidavit.worker_options import WorkerOptions as WorkerOptions
 from affidavit.worker_options import add_worker_arguments as add_worker_arguments
 
@@ -137,6 +138,8 @@ class Worker:
         self.tenant = tenant or settings.tenant
         self.options = options or WorkerOptions()
         self.report = WorkerReport(worker_id or new_worker_id())
+        # run id -> whom the run's documents were submitted by (None: an operator's run)
+        self._submitters: dict[str, Submitter | None] = {}
 
     def run(self, stop: threading.Event | None = None) -> WorkerReport:
         """Claim and process until stopped (or, with ``once``, until the queue is empty)."""
@@ -180,8 +183,11 @@ class Worker:
 
     def _ingest(self, view: PostgresStore, claim: QueueClaim) -> str:
         ingestor = Ingestor(view, self.settings, tenant=self.tenant)
+        submitter = self._submitter(claim.run_id)
+        gate = None if submitter is None else SupersessionGate(view, self.settings,
+                                                               self.tenant, submitter)
         try:
-            outcome = ingestor.ingest_one(claim.document, claim.run_id)
+            outcome = ingestor.ingest_one(claim.document, claim.run_id, gate)
         except AffidavitError:
             raise  # the store is unreachable or the claim is gone: leave it to its owner
         except Exception as exc:  # a defect in a parser must not stop the whole queue
@@ -191,6 +197,15 @@ class Worker:
         elif outcome.warnings:
             record_warnings(self.store, claim, outcome.warnings)
         return outcome.status
+
+    def _submitter(self, run_id: str) -> Submitter | None:
+        """The principal a queued run was submitted by over the service, from the run's
+        parameters: its documents supersede only what that principal may."""
+        if run_id not in self._submitters:
+            run = self.store.get_run(self.tenant, run_id)
+            params = json.loads(run.params_json or "{}") if run is not None else {}
+            self._submitters[run_id] = Submitter.from_params(params)
+        return self._submitters[run_id]
 
     def _resolve_links(self, run_id: str) -> None:
         """Stage D for a drained run: the links of the documents it ingested become edges

@@ -58,7 +58,7 @@ def object_form(stored: object) -> str | None:
 
 
 def downgrade_to_17(path: Path) -> None:
-    """Rewrite the 18 (and 19) layout of ``path`` as 17 had it (in one transaction)."""
+    """Rewrite the 18 (and 19, 22, 23) layout of ``path`` as 17 had it (in one transaction)."""
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.create_function("object_form", 1, object_form)
@@ -87,6 +87,11 @@ def downgrade_to_17(path: Path) -> None:
         conn.execute("ALTER TABLE paragraph_labels_17 RENAME TO paragraph_labels")
         for event in ("insert", "update", "delete"):  # migration 19's, over the 18 layout
             conn.execute(f"DROP TRIGGER IF EXISTS sire_{event}_policy_generation")
+        if "text_label" in {str(r[1]) for r in conn.execute("PRAGMA table_info(refs)")}:
+            conn.execute("ALTER TABLE refs DROP COLUMN text_label")  # migration 23's
+        if "submitted_by" in {str(r[1]) for r in
+                              conn.execute("PRAGMA table_info(identity_claims)")}:
+            conn.execute("ALTER TABLE identity_claims DROP COLUMN submitted_by")  # 22's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 18")
         conn.execute("COMMIT")
     finally:

@@ -30,6 +30,7 @@ from affidavit.sources import StaticSource, listing_key, location_scheme, parse_
 from affidavit.sources import source_for as transport_for
 from affidavit.sources.base import Transport
 from affidavit.store.base import RunRecord, Store
+from affidavit.supersession import Submitter, upload_source_id
 
 UPLOAD_SYSTEM = "upload"
 # A run waiting for another run of its tenant waits this long before it fails.
@@ -46,8 +47,12 @@ class Upload:
     metadata: DocumentMetadata = field(default_factory=DocumentMetadata)
 
 
-def upload_documents(uploads: Sequence[Upload], max_bytes: int) -> list[SourceDocument]:
-    """Source documents of an upload; an oversized file is refused as a transport would."""
+def upload_documents(uploads: Sequence[Upload], max_bytes: int,
+                     submitter: str) -> list[SourceDocument]:
+    """Source documents of an upload; an oversized file is refused as a transport would.
+
+    A file's name is its path, not its identity: without a declared ``source_id`` it is a
+    document of ``submitter`` alone (:func:`affidavit.supersession.upload_source_id`)."""
     documents: list[SourceDocument] = []
     for upload in uploads:
         name = upload.filename.replace("\\", "/").lstrip("/")
@@ -58,7 +63,7 @@ def upload_documents(uploads: Sequence[Upload], max_bytes: int) -> list[SourceDo
         if len(content) > max_bytes:
             rejection, content = ("TOO_LARGE", f"larger than {max_bytes} bytes"), b""
         documents.append(SourceDocument(
-            UPLOAD_SYSTEM, upload.metadata.source_id or name,
+            UPLOAD_SYSTEM, upload.metadata.source_id or upload_source_id(submitter, name),
             hashlib.sha256(upload.content).hexdigest(), content, f"upload/{name}",
             upload.metadata, rejection))
     return documents
@@ -112,33 +117,38 @@ class IngestJobs:
 
     def start(self, tenant: str, transport: Transport | None,
               documents: Sequence[SourceDocument] = (), *, listing: str | None = None,
-              submitted_by: str | None = None) -> str:
-        """Start a run of ``documents`` (an upload) or of ``transport`` (a URL)."""
+              submitter: Submitter | None = None) -> str:
+        """Start a run of ``documents`` (an upload) or of ``transport`` (a URL), on behalf
+        of ``submitter`` (whose documents supersede only what it may:
+        :mod:`affidavit.supersession`)."""
         run_id = "run-" + uuid.uuid4().hex[:16]
         store = self._store()
         with self._lock:
-            if submitted_by is not None:
-                self._submitters[run_id] = (tenant, submitted_by)
+            if submitter is not None:
+                self._submitters[run_id] = (tenant, submitter.principal)
         if store.backend == "postgres" and transport is None:
-            self._enqueue(store, tenant, run_id, documents)
+            self._enqueue(store, tenant, run_id, documents, submitter)
             return run_id
         with self._lock:
             self._pending[run_id] = PendingRun(tenant, _now())
         self._executor.submit(self._execute, tenant, run_id, transport, list(documents),
-                              listing)
+                              listing, submitter)
         return run_id
 
     def _execute(self, tenant: str, run_id: str, transport: Transport | None,
-                 documents: list[SourceDocument], listing: str | None) -> None:
+                 documents: list[SourceDocument], listing: str | None,
+                 submitter: Submitter | None) -> None:
         store = self._store()
         try:
             if store.backend == "postgres":
                 assert transport is not None
-                self._enqueue(store, tenant, run_id, list(transport.list_documents()))
+                self._enqueue(store, tenant, run_id, list(transport.list_documents()),
+                              submitter)
             else:
                 source = transport or StaticSource(documents, source_system=UPLOAD_SYSTEM)
                 Ingestor(store, self.settings, tenant=tenant).run(
-                    [source], listing=listing, wait_seconds=LOCK_WAIT_SECONDS, run_id=run_id)
+                    [source], listing=listing, wait_seconds=LOCK_WAIT_SECONDS, run_id=run_id,
+                    submitter=submitter)
         except AffidavitError as exc:
             # The run may never have reached the store: remember why it did not.
             with self._lock:
@@ -152,15 +162,16 @@ class IngestJobs:
             self._pending.pop(run_id, None)
 
     def _enqueue(self, store: Store, tenant: str, run_id: str,
-                 documents: Sequence[SourceDocument]) -> None:
+                 documents: Sequence[SourceDocument], submitter: Submitter | None) -> None:
         from affidavit.store.postgres import PostgresStore
         from affidavit.store.postgres_queue import enqueue_documents
 
         assert isinstance(store, PostgresStore)
         ingestor = Ingestor(store, self.settings, tenant=tenant)
-        submitter = self._submitters.get(run_id, (tenant, None))[1]
+        # The worker that drains the run reads its submitter here (affidavit.worker).
         enqueue_documents(store, tenant, run_id, documents, params_json=canonical_json(
-            {"epoch": ingestor.epoch, "queued": True, "submitted_by": submitter}))
+            {"epoch": ingestor.epoch, "queued": True,
+             **(submitter.to_params() if submitter else {"submitted_by": None})}))
 
     def submitter(self, tenant: str, run: RunRecord) -> str | None:
         """The principal that submitted ``run`` over this service, when known."""

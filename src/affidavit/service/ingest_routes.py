@@ -25,6 +25,7 @@ from affidavit.service.ingest_jobs import (
 from affidavit.service.run_views import RunScreen
 from affidavit.service.schemas import PROBLEMS
 from affidavit.service.state import IngestCaller, service_state
+from affidavit.supersession import Submitter
 
 router = APIRouter(prefix="/v1/ingest", tags=["ingest"])
 
@@ -72,15 +73,16 @@ async def start_ingest(request: Request, caller: IngestCaller) -> dict[str, Any]
         transport = remote_transport(source, state.settings)
         run_id = await state.call(caller, lambda _: jobs.start(
             caller.tenant, transport, listing=listing_for(source),
-            submitted_by=caller.principal))
+            submitter=submitter_of(caller)))
         return {"run_id": run_id, "status": "RUNNING"}
     if not content_type.startswith("multipart/form-data"):
         raise InputRejected("UNSUPPORTED_MEDIA_TYPE",
                             "send multipart/form-data files or a JSON {\"source\": URL}")
     uploads = await _uploads(request)
-    documents = upload_documents(uploads, state.settings.ingest.max_document_bytes)
+    documents = upload_documents(uploads, state.settings.ingest.max_document_bytes,
+                                 caller.principal)
     run_id = await state.call(caller, lambda _: jobs.start(caller.tenant, None, documents,
-                                                            submitted_by=caller.principal))
+                                                            submitter=submitter_of(caller)))
     return {"run_id": run_id, "status": "RUNNING", "documents": len(documents)}
 
 
@@ -101,6 +103,11 @@ async def ingest_boundary(run_id: str, request: Request,
         caller.tenant, run_id, run_screen(engine, caller)))
 
 
+def submitter_of(caller: Credential) -> Submitter:
+    """Whom a submission acts for when it supersedes a document (affidavit.supersession)."""
+    return Submitter(caller.principal, administers=caller.may("admin"), groups=caller.groups)
+
+
 def run_screen(engine: Engine, caller: Credential) -> RunScreen:
     """The document names of runs the caller may see (:mod:`affidavit.service.run_views`)."""
     return RunScreen(engine.store, engine.authz_context(caller.principal), caller.principal,
@@ -112,6 +119,9 @@ def _source_url(body: bytes) -> str:
         data = json.loads(body or b"{}")
     except ValueError as exc:
         raise InputRejected("MALFORMED_BODY", "the body is not JSON") from exc
+    unknown = sorted(set(data) - {"source"}) if isinstance(data, dict) else []
+    if unknown:  # refused by name, never silently dropped (as every request body)
+        raise InputRejected("UNKNOWN_FIELD", f"unknown field(s): {', '.join(unknown)}")
     source = data.get("source") if isinstance(data, dict) else None
     if not isinstance(source, str) or not source.strip():
         raise InputRejected("MALFORMED_BODY", "name the source URL: {\"source\": URL}")

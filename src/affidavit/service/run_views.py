@@ -46,7 +46,11 @@ class RunScreen:
         self._principal = principal
         self._administers = administers
         self._ends = ReadableEnds(store, authz)
-        self._heads = {h.alias: h.node_id for h in store.heads(authz.tenant)}
+        # Paths are not unique (two submitters' uploads of one file name): a path is the
+        # caller's to see when any document carrying it is.
+        self._heads: dict[str, list[str]] = {}
+        for head in store.heads(authz.tenant):
+            self._heads.setdefault(head.alias, []).append(head.node_id)
 
     def run_view(self, summary: Mapping[str, Any], quarantine: Sequence[QuarantineRecord],
                  submitted_by: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -90,8 +94,8 @@ class RunScreen:
         """The names mentioned in ``text`` that the caller may not see (a head document is
         checked only when the view mentions it: readability costs a store read)."""
         own = self._own(submitted_by)
-        hidden = {alias for alias, node in self._heads.items()
-                  if alias in text and not self._ends.document(node)}
+        hidden = {alias for alias, nodes in self._heads.items()
+                  if alias in text and not any(self._ends.document(n) for n in nodes)}
         names, source_of = run_names
         hidden |= {n for n in names if n not in self._heads and not own}
         # A source id names the document as much as its path: withheld with it.

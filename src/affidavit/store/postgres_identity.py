@@ -29,15 +29,17 @@ def _owner(conn: Connection, tenant: str, node_id: str) -> str | None:
 
 
 def claim_identity(conn: Connection, tenant: str, node_id: str, source_id: str, alias: str,
-                   at: str) -> None:
+                   at: str, submitted_by: str | None = None) -> None:
     """Claim ``node_id`` for ``alias`` if nobody has; refuse when another path owns it.
+    The first version's submitter becomes the node's owner.
 
     Called under the tenant's corpus lock, so two first claims cannot both succeed."""
-    owner = _owner(conn, tenant, node_id) or alias
-    if owner != alias:
+    owner = _owner(conn, tenant, node_id)
+    if (owner or alias) != alias:
         raise identity_collision(source_id, alias)
-    conn.execute("INSERT INTO identity_claims (tenant_id, node_id, alias, claimed_at) "
-                 "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING", (tenant, node_id, alias, at))
+    conn.execute("INSERT INTO identity_claims (tenant_id, node_id, alias, claimed_at, "
+                 "submitted_by) VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                 (tenant, node_id, alias, at, submitted_by if owner is None else None))
 
 
 class IdentityTables(PostgresBase):
@@ -45,6 +47,11 @@ class IdentityTables(PostgresBase):
 
     def identity_owner(self, tenant: str, node_id: str) -> str | None:
         rows = self._rows(tenant, _OWNER, (tenant, node_id, tenant, node_id))
+        return None if not rows or rows[0][0] is None else str(rows[0][0])
+
+    def first_submitter(self, tenant: str, node_id: str) -> str | None:
+        rows = self._rows(tenant, "SELECT submitted_by FROM identity_claims WHERE "
+                                  "tenant_id = %s AND node_id = %s", (tenant, node_id))
         return None if not rows or rows[0][0] is None else str(rows[0][0])
 
     def resolve_identity(self, tenant: str, resolution: IdentityResolution) -> None:

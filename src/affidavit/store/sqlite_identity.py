@@ -32,13 +32,16 @@ def _owner(conn: sqlite3.Connection, tenant: str, node_id: str) -> str | None:
 
 
 def claim_identity(conn: sqlite3.Connection, tenant: str, node_id: str, source_id: str,
-                   alias: str, at: str) -> None:
-    """Claim ``node_id`` for ``alias`` if nobody has; refuse when another path owns it."""
-    owner = _owner(conn, tenant, node_id) or alias
-    if owner != alias:
+                   alias: str, at: str, submitted_by: str | None = None) -> None:
+    """Claim ``node_id`` for ``alias`` if nobody has; refuse when another path owns it.
+    The first version's submitter becomes the node's owner (a node that has versions
+    already keeps none: its first submitter is not known)."""
+    owner = _owner(conn, tenant, node_id)
+    if (owner or alias) != alias:
         raise identity_collision(source_id, alias)
-    conn.execute("INSERT OR IGNORE INTO identity_claims VALUES (?, ?, ?, ?)",
-                 (tenant, node_id, alias, at))
+    conn.execute("INSERT OR IGNORE INTO identity_claims (tenant_id, node_id, alias, "
+                 "claimed_at, submitted_by) VALUES (?, ?, ?, ?, ?)",
+                 (tenant, node_id, alias, at, submitted_by if owner is None else None))
 
 
 class IdentityTables:
@@ -57,6 +60,11 @@ class IdentityTables:
         rows = self._read(_OWNER, (tenant, node_id, tenant, node_id))
         return None if not rows or rows[0][0] is None else str(rows[0][0])
 
+    def first_submitter(self, tenant: str, node_id: str) -> str | None:
+        rows = self._read("SELECT submitted_by FROM identity_claims WHERE tenant_id = ? "
+                          "AND node_id = ?", (tenant, node_id))
+        return None if not rows or rows[0][0] is None else str(rows[0][0])
+
     def resolve_identity(self, tenant: str, resolution: IdentityResolution) -> None:
         r = resolution
         with self._write() as conn:
@@ -71,7 +79,8 @@ class IdentityTables:
                          (tenant, seq, r.node_id, r.source_id, r.claimant, r.owner,
                           r.decision, r.resolved_by, r.resolved_at, r.note))
             if r.decision == TAKE_OVER:
-                conn.execute("INSERT INTO identity_claims VALUES (?, ?, ?, ?) "
+                conn.execute("INSERT INTO identity_claims (tenant_id, node_id, alias, "
+                             "claimed_at) VALUES (?, ?, ?, ?) "
                              "ON CONFLICT (tenant_id, node_id) DO UPDATE SET "
                              "alias = excluded.alias, claimed_at = excluded.claimed_at",
                              (tenant, r.node_id, r.claimant, r.resolved_at))
