@@ -1,8 +1,10 @@
 """``affidavit refs add|list|search``: soft references between documents (spec 004).
 
-A reference is shown only to a reader who may read both of its ends; one is created only
-by such a reader, and its creation is recorded in the policy audit trail with ``--by``
-(default the operator's OS account) as its actor.
+A reference is shown only to a reader who may read both of its ends (a citation only to the
+asker of its answer), its reason withheld unless the reader is granted that text's label;
+one is created only by such a reader, and its creation is recorded in the policy audit
+trail with ``--by`` (default the operator's OS account) as its actor. A document that does
+not exist and one the principal may not read are refused with one message.
 """
 
 from __future__ import annotations

@@ -1,15 +1,20 @@
-"""A small real corpus for reference tests: documents on disk, ingested into a real store,
-SIRE approved, labels granted through the store."""
+"""A small real corpus for reference tests: documents on disk, ingested into a real store
+(a SQLite file, or a fresh PostgreSQL database: :func:`store_opener`), SIRE approved,
+labels granted through the store."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from affidavit.config import Settings
 from affidavit.ingest import Ingestor
 from affidavit.query import Engine
 from affidavit.records import AuthzContext
 from affidavit.sources import LocalFolderSource
+from affidavit.store import SQLiteStore
 from affidavit.store.base import Store
 
 NOW = "2026-01-01T00:00:00+00:00"
@@ -43,3 +48,21 @@ def node_of(store: Store, alias: str, tenant: str = "default") -> str:
 
 def context(engine: Engine, principal: str) -> AuthzContext:
     return engine.authz_context(principal)
+
+
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+"""Parameters of a backend fixture: ``request.param`` goes to :func:`store_opener`."""
+
+
+def store_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Store]:
+    """Opens one store of the backend ``request.param`` names, the same one each call (a
+    PostgreSQL database from the session's server; skipped where it cannot start)."""
+    if request.param == "sqlite":
+        db = tmp_path / "refs.db"
+        return lambda: SQLiteStore(db)
+    from affidavit.store.postgres import PostgresStore
+    from tests.pg_fixture import PgCluster
+
+    cluster: PgCluster = request.getfixturevalue("pg_cluster")
+    dsn = cluster.new_database("refs")
+    return lambda: PostgresStore(dsn)

@@ -15,9 +15,10 @@ NOW = "2026-01-01T00:00:00+00:00"
 
 
 def _ref(ref_id: str, source: str, target: str, label: str, reason: str = "why",
-         source_type: str = "document") -> Reference:
+         source_type: str = "document", text_label: str | None = None,
+         by: str = "user:x") -> Reference:
     return Reference(ref_id, "CrossReference", source_type, source, target, None, None, "{}",
-                     "", reason, label, "user:x", NOW)
+                     "", reason, label, by, NOW, text_label or label)
 
 
 def test_references_are_filtered_by_classification_inside_the_query(store: Store) -> None:
@@ -53,4 +54,27 @@ def test_citations_commit_with_their_ledger_record_or_not_at_all(store: Store) -
                             payload="{}", references=[citation])
     assert [e.record_id for e in store.iter_ledger(T)] == ["led-1"]
     assert [r.ref_id for r in store.references_touching(
-        T, ["b"], direction="in", labels={"PUBLIC"}, limit=10)] == ["c1"]
+        T, ["b"], direction="in", labels={"PUBLIC"}, limit=10, viewer="user:x")] == ["c1"]
+
+
+def test_store_reads_leave_out_another_askers_citations_and_text_of_an_ungranted_label(
+        store: Store) -> None:
+    """A citation comes back only to the asker of its answer, inside the query (so it takes
+    no place under the limit); a search matches only text whose own label is granted."""
+    store.append_ledger(T, record_id="led-1", request_id="q1", created_at=NOW, payload="{}",
+                        references=[_ref("c1", "led-1", "b", "PUBLIC", reason="pilot fees",
+                                         source_type="ledger", by="user:ann")])
+    store.add_reference(T, _ref("r1", "a", "b", "PUBLIC", reason="Nightjar tides",
+                                text_label="RESTRICTED"))
+    public = {"PUBLIC"}
+    touching = [[r.ref_id for r in store.references_touching(
+        T, ["b"], direction="in", labels=public, limit=1, viewer=viewer)]
+        for viewer in ("user:ann", "user:bob", "")]
+    found = [[r.ref_id for r in store.search_references(T, text, labels=labels, limit=10,
+                                                        viewer="user:bob")]
+             for text, labels in (("nightjar", public), ("nightjar", {*public, "RESTRICTED"}),
+                                  ("pilot", public))]
+    assert touching == [["c1"], ["r1"], ["r1"]]
+    assert found == [[], ["r1"], []]
+    assert [r.ref_id for r in store.search_references(T, "pilot", labels=public, limit=10,
+                                                      viewer="user:ann")] == ["c1"]

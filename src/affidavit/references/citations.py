@@ -3,7 +3,8 @@
 Each valid citation (its id was in the prompt) of each claim becomes one reference: source
 the answer's ledger record, target the cited document and chunk, label the first
 :data:`~affidavit.references.model.LABEL_CHARS` characters of the cited text, reason the
-citing sentence, classification the cited chunk's label. They are written by the ledger
+citing sentence, classification the cited chunk's label (and so the label of that text too:
+the asker's own sentence, from evidence the asker was shown). They are written by the ledger
 append, in its transaction: no record without its references, and no reference without
 its record.
 """
@@ -51,7 +52,7 @@ class CitationDrafts:
                     location_detail=json.dumps(detail, sort_keys=True),
                     label=cited.text[:LABEL_CHARS], reason=claim.sentence,
                     classification=cited.label, created_by=self.principal,
-                    created_at=created_at))
+                    created_at=created_at, text_label=cited.label))
         return references
 
 

@@ -1,8 +1,13 @@
 """Creating, listing and searching references on behalf of a reader.
 
 Only a principal who may read both ends may create a soft reference; it carries the most
-severe label of both ends and of its own reason text (labelled by the same deterministic
-rules as a paragraph), and its creation is a policy event with its actor.
+severe label of both ends, and the text its creator wrote (reason, location detail) carries
+its own label, found by the same deterministic rules as a paragraph. That text is accepted
+whatever it names and shown only to readers granted its label: refusing it would tell the
+writer which words are restricted. Its creation is a policy event with its actor.
+
+Every refusal here is the one :data:`NO_DOCUMENT` (a document that does not exist and one
+the caller may not read are refused alike, by the same reads, before any text is labelled).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Any
 
 from affidavit.classify.labels import label_text
 from affidavit.classify.policy import SensitivityPolicy
-from affidavit.errors import AuthorizationError, InputRejected
+from affidavit.errors import InputRejected, NotFound
 from affidavit.records import AuthzContext
 from affidavit.references.access import ReadableEnds
 from affidavit.references.model import (
@@ -28,6 +33,8 @@ from affidavit.store.base import Store
 
 MAX_LISTED = 200
 MAX_REASON_CHARS = 4000
+NO_DOCUMENT = "no such document that you may read"
+"""The one refusal of the references surfaces: it never names what the caller asked for."""
 
 
 def document_label(store: Store, authz: AuthzContext, node_id: str,
@@ -42,9 +49,10 @@ def add_reference(store: Store, authz: AuthzContext, policy: SensitivityPolicy, 
                   source: str, target: str, kind: str, reason: str, actor: str,
                   location_type: str | None = None,
                   location_detail: dict[str, Any] | None = None) -> Reference:
-    """Create a soft reference from document ``source`` to document ``target``.
+    """Create a soft reference from document ``source`` to document ``target``; returned
+    as its creator may see it.
 
-    Refused with the same message whether an end does not exist or may not be read, so a
+    Refused with :data:`NO_DOCUMENT` whether an end does not exist or may not be read, so a
     refusal tells nothing about documents the caller cannot see."""
     kind = checked_kind(kind)
     location = checked_location(location_type)
@@ -54,25 +62,29 @@ def add_reference(store: Store, authz: AuthzContext, policy: SensitivityPolicy, 
         raise InputRejected("REFERENCE_SELF", "a reference links two different documents")
     ends = ReadableEnds(store, authz)
     if not (ends.document(source) and ends.document(target)):
-        raise AuthorizationError("a reference needs both ends readable by its creator")
-    reason_label = label_text(reason, policy=policy, declared=None, path="",
-                              fallback=policy.default_level)
-    classification = policy.most_severe([
-        document_label(store, authz, source, policy),
-        document_label(store, authz, target, policy), reason_label])
-    if classification not in authz.granted_labels:
-        # The reason itself names something its author may not read (a keyword or an
-        # identifier of a label not granted): the author could not read it back.
-        raise AuthorizationError("the reference would carry a label its creator may not read")
+        raise NotFound(NO_DOCUMENT)
+    classification = policy.most_severe([document_label(store, authz, source, policy),
+                                         document_label(store, authz, target, policy)])
     reference = Reference(
         ref_id="ref-" + uuid.uuid4().hex[:20], kind=kind, source_type=DOCUMENT,
         source_id=source, target_id=target, target_chunk_id=None, location_type=location,
         location_detail=json.dumps(location_detail or {}, sort_keys=True), label="",
         reason=reason, classification=classification, created_by=actor,
-        created_at=datetime.now(UTC).isoformat(timespec="microseconds"))
+        created_at=datetime.now(UTC).isoformat(timespec="microseconds"),
+        text_label=written_text_label(policy, reason, location_detail or {}))
     store.add_reference(authz.tenant, reference)
     audit_reference_created(store, authz.tenant, actor, reference)
-    return reference
+    return reference.shown_to(authz.granted_labels)
+
+
+def written_text_label(policy: SensitivityPolicy, reason: str,
+                       location_detail: dict[str, Any]) -> str:
+    """The label of the text a reference's creator wrote: its reason and every key and
+    value of its location detail, each labelled like a paragraph with no declared label."""
+    pieces = [reason, *(str(p) for item in location_detail.items() for p in item)]
+    return policy.most_severe(
+        label_text(piece, policy=policy, declared=None, path="", fallback=policy.default_level)
+        for piece in pieces)
 
 
 def audit_reference_created(store: Store, tenant: str, actor: str,
@@ -95,25 +107,27 @@ def list_references(store: Store, authz: AuthzContext, node_id: str, *,
     if not ends.document(node_id):
         return []
     found = store.references_touching(authz.tenant, [node_id], direction=direction,
-                                      labels=authz.granted_labels, limit=limit)
+                                      labels=authz.granted_labels, limit=limit,
+                                      viewer=authz.principal)
     return ends.visible(found)
 
 
 def search_references(store: Store, authz: AuthzContext, text: str, *,
                       limit: int = MAX_LISTED) -> list[Reference]:
-    """References whose label or reason contains ``text``, among those this reader sees."""
+    """References whose label or reason contains ``text``, among those this reader sees;
+    text whose label the reader is not granted is never matched."""
     found = store.search_references(authz.tenant, text, labels=authz.granted_labels,
-                                    limit=limit)
+                                    limit=limit, viewer=authz.principal)
     return ReadableEnds(store, authz).visible(found)
 
 
 def resolve_document(store: Store, authz: AuthzContext, document: str) -> str:
     """The node id of ``document`` (a node id or a head document's path) if this reader
-    may read it; one refusal for missing and unreadable alike."""
-    candidates = [h.node_id for h in store.heads(authz.tenant)
-                  if document in (h.node_id, h.alias)]
+    may read it; one refusal, reached by the same reads, for missing and unreadable alike."""
+    named = [h.node_id for h in store.heads(authz.tenant) if document in (h.node_id, h.alias)]
     ends = ReadableEnds(store, authz)
-    for node_id in candidates:
+    # A name no document has is checked as a node id, as a hidden document's id is.
+    for node_id in named or [document]:
         if ends.document(node_id):
             return node_id
-    raise AuthorizationError(f"no document {document!r} you may read")
+    raise NotFound(NO_DOCUMENT)

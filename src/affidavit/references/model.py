@@ -1,15 +1,19 @@
 """The Reference: a typed link between a document (or a ledger record) and a document.
 
 Kinds and location types follow spec 004. A reference's ``classification`` is the most
-severe label of everything its strings were derived from (both ends and its own reason);
-the store filters on it inside the query, and :mod:`affidavit.references.access` checks that
-the reader may read both ends before any reference leaves.
+severe label of what the link itself was derived from (both ends); the store filters on it
+inside the query, and :mod:`affidavit.references.access` checks that the reader may read
+both ends before any reference leaves. The text written with it (its label, reason and
+location detail) carries a label of its own, ``text_label``, found by the same detectors as
+a paragraph: a reader not granted that label sees the reference with that text withheld
+(:meth:`Reference.shown_to`), and a search never matches text its reader may not see.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from typing import Any
 
 from affidavit.errors import InputRejected
@@ -26,13 +30,19 @@ LEDGER_RECORD = "ledger"
 LABEL_CHARS = 100
 """A citation's label: the first characters of the cited text (spec 004)."""
 
+LABEL_WITHHELD = "[label withheld]"
+REASON_WITHHELD = "[reason withheld]"
+"""Stand-ins (PUBLIC) for a reference's text whose label the reader is not granted."""
+
 DIRECTIONS = ("in", "out", "both")
 
 
 @dataclass(frozen=True)
 class Reference:
     """One stored reference. ``source_type`` is ``document`` or ``ledger`` (a citation's
-    answer record); the target is always a document, ``target_chunk_id`` narrowing it."""
+    answer record); the target is always a document, ``target_chunk_id`` narrowing it.
+    ``text_label`` labels ``label``, ``reason`` and ``location_detail`` (None: unknown, so
+    any of that text is never shown)."""
 
     ref_id: str
     kind: str
@@ -47,6 +57,17 @@ class Reference:
     classification: str
     created_by: str
     created_at: str
+    text_label: str | None = None
+
+    def shown_to(self, granted: Collection[str]) -> Reference:
+        """This reference as a reader granted ``granted`` may see it: its own text replaced
+        by stand-ins unless its label is granted (empty text has nothing to withhold)."""
+        if self.text_label is not None and self.text_label in granted:
+            return self
+        return replace(
+            self, label=LABEL_WITHHELD if self.label else "",
+            reason=REASON_WITHHELD if self.reason else "",
+            location_detail="{}", text_label=None)
 
     def to_dict(self) -> dict[str, Any]:
         return {"ref_id": self.ref_id, "kind": self.kind, "source_type": self.source_type,
@@ -61,7 +82,8 @@ class Reference:
         """The stored columns, in :data:`REFERENCE_COLUMNS` order."""
         return (self.ref_id, self.kind, self.source_type, self.source_id, self.target_id,
                 self.target_chunk_id, self.location_type, self.location_detail, self.label,
-                self.reason, self.classification, self.created_by, self.created_at)
+                self.reason, self.classification, self.created_by, self.created_at,
+                self.text_label)
 
     def other_end(self, node_id: str) -> str | None:
         """The document at the other end from ``node_id`` (None for a citation's record)."""
@@ -74,7 +96,7 @@ class Reference:
 
 REFERENCE_COLUMNS = ("ref_id, kind, source_type, source_id, target_id, target_chunk_id, "
                      "location_type, location_detail, label, reason, classification, "
-                     "created_by, created_at")
+                     "created_by, created_at, text_label")
 
 
 def reference_from_row(row: tuple[object, ...] | Any) -> Reference:
@@ -84,7 +106,7 @@ def reference_from_row(row: tuple[object, ...] | Any) -> Reference:
         source_id=str(values[3]), target_id=str(values[4]), target_chunk_id=values[5],
         location_type=values[6], location_detail=str(values[7] or "{}"),
         label=str(values[8]), reason=str(values[9]), classification=str(values[10]),
-        created_by=str(values[11]), created_at=str(values[12]))
+        created_by=str(values[11]), created_at=str(values[12]), text_label=values[13])
 
 
 def checked_kind(kind: str, *, soft: bool = True) -> str:

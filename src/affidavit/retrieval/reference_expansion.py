@@ -95,7 +95,8 @@ def traverse(store: Store, authz: AuthzContext, seeds: Sequence[str], *, depth: 
             break
         expansion.hops += 1
         found = store.references_touching(authz.tenant, frontier, direction="both",
-                                          labels=authz.granted_labels, limit=budget)
+                                          labels=authz.granted_labels, limit=budget,
+                                          viewer=authz.principal)
         reached: list[str] = []
         for reference in found:
             # A reference read in an earlier hop (the way back along a cycle) is not new.

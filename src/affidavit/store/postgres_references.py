@@ -1,5 +1,5 @@
 """PostgreSQL table of references (:mod:`affidavit.references`), under the tenant's
-row-level security; the same reads as :mod:`affidavit.store.sqlite_references`."""
+row-level security; the same reads and filters as :mod:`affidavit.store.sqlite_references`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 from affidavit.references.model import REFERENCE_COLUMNS, Reference, reference_from_row
 from affidavit.store.postgres_base import Connection, ensure_tenant_rows
-from affidavit.store.sqlite_references import like_pattern
+from affidavit.store.sqlite_references import VIEWABLE_SOURCE, like_pattern
 
 _INSERT = (f"INSERT INTO refs (tenant_id, {REFERENCE_COLUMNS}) "
-           "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
+           "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
 
 
 def insert_references(conn: Connection, tenant: str, references: Sequence[Reference]) -> None:
@@ -37,12 +37,13 @@ class ReferenceTables:
             insert_references(conn, tenant, [reference])
 
     def references_touching(self, tenant: str, node_ids: Sequence[str], *, direction: str,
-                            labels: Collection[str], limit: int) -> list[Reference]:
+                            labels: Collection[str], limit: int,
+                            viewer: str = "") -> list[Reference]:
         ids, granted = sorted(set(node_ids)), sorted(labels)
         if not ids or not granted or limit <= 0:
             return []
         ends: list[str] = []
-        params: list[object] = [tenant, granted]
+        params: list[object] = [tenant, granted, viewer]
         if direction in ("out", "both"):
             ends.append("(source_type = 'document' AND source_id = ANY(%s))")
             params.append(ids)
@@ -52,12 +53,13 @@ class ReferenceTables:
         rows = self._rows(
             tenant,
             f"SELECT {REFERENCE_COLUMNS} FROM refs WHERE tenant_id = %s AND classification = "
-            f"ANY(%s) AND ({' OR '.join(ends)}) ORDER BY created_at, ref_id LIMIT %s",
+            f"ANY(%s) AND {VIEWABLE_SOURCE.format('%s')} AND ({' OR '.join(ends)}) "
+            "ORDER BY created_at, ref_id LIMIT %s",
             (*params, limit))
         return [reference_from_row(r) for r in rows]
 
     def search_references(self, tenant: str, text: str, *, labels: Collection[str],
-                          limit: int) -> list[Reference]:
+                          limit: int, viewer: str = "") -> list[Reference]:
         granted = sorted(labels)
         if not text.strip() or not granted or limit <= 0:
             return []
@@ -65,9 +67,10 @@ class ReferenceTables:
         rows = self._rows(
             tenant,
             f"SELECT {REFERENCE_COLUMNS} FROM refs WHERE tenant_id = %s AND classification = "
-            "ANY(%s) AND (lower(label) LIKE %s ESCAPE '\\' OR lower(reason) LIKE %s "
-            "ESCAPE '\\') ORDER BY created_at, ref_id LIMIT %s",
-            (tenant, granted, pattern, pattern, limit))
+            f"ANY(%s) AND {VIEWABLE_SOURCE.format('%s')} AND text_label = ANY(%s) "
+            "AND (lower(label) LIKE %s ESCAPE '\\' OR lower(reason) LIKE %s ESCAPE '\\') "
+            "ORDER BY created_at, ref_id LIMIT %s",
+            (tenant, granted, viewer, granted, pattern, pattern, limit))
         return [reference_from_row(r) for r in rows]
 
 

@@ -1,8 +1,11 @@
 """SQLite table of references (:mod:`affidavit.references`).
 
 Every read takes the reader's granted labels and filters on the reference's
-classification inside the query; whether the reader may read both ends is checked by
-:mod:`affidavit.references.access` before a reference leaves.
+classification inside the query, and on the reader's principal for citations (a citation
+of someone else's answer never leaves the query, so it neither takes a place under the
+limit nor costs a look at a record the reader may not view); a search matches only text
+whose own label is granted. Whether the reader may read both ends (and view a citation's
+record) is decided by :mod:`affidavit.references.access` before a reference leaves.
 """
 
 from __future__ import annotations
@@ -15,7 +18,11 @@ from affidavit.errors import StoreError
 from affidavit.references.model import REFERENCE_COLUMNS, Reference, reference_from_row
 
 _INSERT = (f"INSERT INTO refs (tenant_id, {REFERENCE_COLUMNS}) "
-           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+VIEWABLE_SOURCE = "(source_type = 'document' OR (source_type = 'ledger' AND created_by = {}))"
+"""A reference from a document, or a citation of the reader's own answer (its creator is the
+asker of its record; :func:`affidavit.authz.ledger_view.may_view_record` decides after)."""
 
 
 def insert_references(conn: sqlite3.Connection, tenant: str,
@@ -55,12 +62,13 @@ class ReferenceTables:
             raise StoreError(f"reference insert failed: {exc}") from exc
 
     def references_touching(self, tenant: str, node_ids: Sequence[str], *, direction: str,
-                            labels: Collection[str], limit: int) -> list[Reference]:
+                            labels: Collection[str], limit: int,
+                            viewer: str = "") -> list[Reference]:
         ids, granted = sorted(set(node_ids)), sorted(labels)
         if not ids or not granted or limit <= 0:
             return []
         ends: list[str] = []
-        params: list[object] = [tenant, *granted]
+        params: list[object] = [tenant, *granted, viewer]
         if direction in ("out", "both"):
             ends.append(f"(source_type = 'document' AND source_id IN ({_marks(len(ids))}))")
             params.extend(ids)
@@ -69,19 +77,21 @@ class ReferenceTables:
             params.extend(ids)
         rows = self._read(
             f"SELECT {REFERENCE_COLUMNS} FROM refs WHERE tenant_id = ? AND classification IN "
-            f"({_marks(len(granted))}) AND ({' OR '.join(ends)}) "
-            "ORDER BY created_at, ref_id LIMIT ?", (*params, limit))
+            f"({_marks(len(granted))}) AND {VIEWABLE_SOURCE.format('?')} "
+            f"AND ({' OR '.join(ends)}) ORDER BY created_at, ref_id LIMIT ?", (*params, limit))
         return [reference_from_row(r) for r in rows]
 
     def search_references(self, tenant: str, text: str, *, labels: Collection[str],
-                          limit: int) -> list[Reference]:
+                          limit: int, viewer: str = "") -> list[Reference]:
         granted = sorted(labels)
         if not text.strip() or not granted or limit <= 0:
             return []
         pattern = like_pattern(text.strip())
+        marks = _marks(len(granted))
         rows = self._read(
             f"SELECT {REFERENCE_COLUMNS} FROM refs WHERE tenant_id = ? AND classification IN "
-            f"({_marks(len(granted))}) AND (lower(label) LIKE ? ESCAPE '\\' "
-            "OR lower(reason) LIKE ? ESCAPE '\\') ORDER BY created_at, ref_id LIMIT ?",
-            (tenant, *granted, pattern, pattern, limit))
+            f"({marks}) AND {VIEWABLE_SOURCE.format('?')} AND text_label IN ({marks}) "
+            "AND (lower(label) LIKE ? ESCAPE '\\' OR lower(reason) LIKE ? ESCAPE '\\') "
+            "ORDER BY created_at, ref_id LIMIT ?",
+            (tenant, *granted, viewer, *granted, pattern, pattern, limit))
         return [reference_from_row(r) for r in rows]
