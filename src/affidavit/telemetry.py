@@ -9,6 +9,11 @@ and identifiers hashed with :func:`id_hash` (``affidavit.source_id_hash``,
 ``affidavit.raw_digest_prefix``, ``affidavit.principal_hash``). Never a document's text, a
 query, a title, a path or a principal's name: spans and metrics travel to systems outside
 the permission model (DESIGN.md, "What a chunk means for the promises").
+
+Failures too: every span starts in :class:`span`, which turns off the SDK's own exception
+recording (an event holding the message and stack trace, and the message as the status
+description) and records a failure as ``error.type`` (the class name) and
+``affidavit.reason_code`` only. An exception's message can quote the document it refused.
 """
 
 from __future__ import annotations
@@ -25,16 +30,19 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
 
+from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 
 from affidavit.config import TelemetrySettings
-from affidavit.errors import ConfigurationError
+from affidavit.errors import ConfigurationError, reason_code_of
 from affidavit.metrics import record_answer, record_stage
 
 EXPORTERS = ("none", "otlp", "console")
-__all__ = ["EXPORTERS", "HASH_KEY_ENV", "AttributeValue", "TelemetrySettings", "add_evaluation",
-           "configure", "count_answer", "extract_format", "fetched", "flush", "id_hash", "meter",
-           "set_attributes", "stage", "traced", "tracer", "tracing"]
+__all__ = ["ERROR_TYPE", "EXPORTERS", "HASH_KEY_ENV", "REASON_CODE", "AttributeValue",
+           "TelemetrySettings", "add_evaluation", "configure", "count_answer", "error_attributes",
+           "extract_format", "fetched", "flush", "id_hash", "mark_current_failed",
+           "mark_failed", "meter", "set_attributes", "span", "stage", "traced", "tracer",
+           "tracing"]
 _SCOPE = "affidavit"
 _lock = threading.Lock()
 _installed: dict[str, Any] = {}
@@ -90,33 +98,87 @@ def meter() -> metrics.Meter:
     return metrics.get_meter(_SCOPE)
 
 
-class stage(AbstractContextManager[trace.Span]):  # lower case: called as a function
+ERROR_TYPE = "error.type"
+REASON_CODE = "affidavit.reason_code"
+
+
+def error_attributes(error: BaseException) -> dict[str, str]:
+    """All that telemetry says about a failure: the exception's class name and its reason
+    code (:func:`affidavit.errors.reason_code_of`); never its message or traceback."""
+    return {ERROR_TYPE: type(error).__name__, REASON_CODE: reason_code_of(error)}
+
+
+def mark_failed(current: trace.Span, error: BaseException, *, status: bool = True) -> None:
+    """Mark ``current`` failed by ``error``: its type and reason code, and (unless
+    ``status`` is false: a refusal the caller caused) an ERROR status with no description
+    (a description is the message)."""
+    if current.is_recording():
+        current.set_attributes(error_attributes(error))
+        if status:
+            current.set_status(trace.Status(trace.StatusCode.ERROR))
+
+
+def mark_current_failed(error: BaseException, *, status: bool = True) -> None:
+    """:func:`mark_failed` on the current span (a no-op outside one)."""
+    mark_failed(trace.get_current_span(), error, status=status)
+
+
+class span(AbstractContextManager[trace.Span]):  # lower case: called as a function
+    """A span of this package, made current; a failure is recorded by :func:`mark_failed`.
+
+    The one place a span starts: the SDK's ``record_exception`` and
+    ``set_status_on_exception`` are off here, so no exception message or stack trace is
+    exported (the HTTP middleware's server span uses this too)."""
+
+    __slots__ = ("_attributes", "_context", "_current", "_kind", "_name", "_span", "_started")
+
+    def __init__(self, name: str, attributes: Mapping[str, AttributeValue] | None = None, *,
+                 context: otel_context.Context | None = None,
+                 kind: trace.SpanKind = trace.SpanKind.INTERNAL):
+        self._name, self._attributes = name, attributes
+        self._context, self._kind = context, kind
+        self._span: AbstractContextManager[trace.Span] | None = None
+        self._current: trace.Span | None = None
+        self._started = 0.0
+
+    def __enter__(self) -> trace.Span:
+        self._span = tracer().start_as_current_span(
+            self._name, context=self._context, kind=self._kind,
+            attributes=dict(self._attributes or {}), record_exception=False,
+            set_status_on_exception=False)
+        self._current = self._span.__enter__()
+        return self._current
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> bool | None:
+        if self._span is None or self._current is None:
+            return None
+        if error is not None:
+            mark_failed(self._current, error)
+        return self._span.__exit__(kind, error, traceback)
+
+
+class stage(span):  # lower case: called as a function
     """One span of a pipeline stage, and its duration in the ``affidavit.stage.duration``
-    histogram; an exception marks the span failed and propagates.
+    histogram; an exception marks the span failed (type and reason code) and propagates.
 
     A class, not a generator: it is entered several times per search."""
 
-    __slots__ = ("_attributes", "_name", "_span", "_started")
-
-    def __init__(self, name: str, attributes: Mapping[str, AttributeValue] | None = None):
-        self._name, self._attributes = name, attributes
-        self._span: AbstractContextManager[trace.Span] | None = None
-        self._started = 0.0
+    __slots__ = ()
 
     def __enter__(self) -> trace.Span:
         self._started = time.perf_counter()
         if not tracing():
+            self._span = self._current = None
             # The current span (the caller's, or the invalid one): attributes set on it go
             # nowhere, as they would on a no-op span, and the trace context is unchanged.
             return trace.get_current_span()
-        self._span = tracer().start_as_current_span(
-            self._name, attributes=dict(self._attributes or {}))
-        return self._span.__enter__()
+        return super().__enter__()
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> bool | None:
         try:
-            return None if self._span is None else self._span.__exit__(kind, error, traceback)
+            return super().__exit__(kind, error, traceback)
         finally:
             record_stage(self._name, time.perf_counter() - self._started)
 

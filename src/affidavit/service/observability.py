@@ -4,7 +4,9 @@ An incoming ``traceparent`` header makes the request's span a child of the calle
 so the engine's stage spans (:mod:`affidavit.telemetry`) join it. The span and the
 ``affidavit.access`` JSON log line name the route template (``/v1/ledger/{record_id}``,
 never the path with its ids), the method, the status, the duration, the request id and the
-principal's hash; never a body, a query or a header's value.
+principal's hash; never a body, a query or a header's value. A request that raised says
+so by the exception's type and reason code (``error.type``, ``affidavit.reason_code`` on
+the span; ``error_type``, ``reason_code`` in the log line), never by its message.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Any
 from opentelemetry import propagate, trace
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from affidavit.telemetry import tracer
+from affidavit.errors import reason_code_of
+from affidavit.telemetry import span
 
 ACCESS_LOG = logging.getLogger("affidavit.access")
 REQUEST_ID_HEADER = b"x-request-id"
@@ -53,23 +56,36 @@ class RequestObservability:
                 message = {**message, "headers": headers}
             await send(message)
 
-        with tracer().start_as_current_span(
-                f"{method} request", context=parent, kind=trace.SpanKind.SERVER,
-                attributes={"http.request.method": method}) as span:
+        failure: list[BaseException] = []
+        with span(f"{method} request", {"http.request.method": method}, context=parent,
+                  kind=trace.SpanKind.SERVER) as current:
             try:
                 await self.app(scope, receive, send_with_id)
+            except BaseException as exc:
+                failure.append(exc)
+                raise
             finally:
                 route = _route_template(scope)
-                span.update_name(f"{method} {route}")
-                span.set_attributes({"http.route": route,
-                                     "http.response.status_code": status["code"]})
-                context = span.get_span_context()
+                current.update_name(f"{method} {route}")
+                current.set_attributes({"http.route": route,
+                                        "http.response.status_code": status["code"]})
+                context = current.get_span_context()
                 ACCESS_LOG.info("request", extra={
                     "request_id": ids["request"], "trace_id": f"{context.trace_id:032x}",
                     "span_id": f"{context.span_id:016x}", "route": route, "method": method,
                     "status": status["code"],
                     "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-                    "principal_hash": _state(scope).get("principal_hash", "")})
+                    "principal_hash": _state(scope).get("principal_hash", ""),
+                    **_failure_fields(failure[0] if failure else _state(scope).get("failure"))})
+
+
+def _failure_fields(error: object) -> dict[str, str]:
+    """The log fields of a request that failed (raised, or answered a problem for an
+    error: the problem handler leaves it in the request's state): its type and reason
+    code."""
+    if not isinstance(error, BaseException):
+        return {}
+    return {"error_type": type(error).__name__, "reason_code": reason_code_of(error)}
 
 
 def _route_template(scope: Scope) -> str:

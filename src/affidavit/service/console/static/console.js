@@ -24,6 +24,7 @@
       status.textContent = "Verifying the claims…";
       note("verification");
     } else if (event.type === "error") {
+      if (event.tokens_invalidated) { draft.textContent = ""; }  // no answer came of it
       status.textContent = (event.problem && (event.problem.detail || event.problem.title)) ||
         "The answer failed.";
       note("error");
