@@ -9,6 +9,7 @@ from affidavit.audit.chain import PolicyChainReport, verify_policy_chain
 from affidavit.audit.events import (
     API_KEY_CREATE,
     API_KEY_REVOKE,
+    DECISION_LAPSE,
     GRANT_ADD,
     GRANT_REVOKE,
     IDENTITY_RESOLVE,
@@ -29,9 +30,9 @@ from affidavit.audit.events import (
 )
 
 __all__ = [
-    "API_KEY_CREATE", "API_KEY_REVOKE", "GRANT_ADD", "GRANT_REVOKE", "IDENTITY_RESOLVE",
-    "LABEL_OVERRIDE", "POLICY_EVENT_KINDS", "QUARANTINE_RELEASE", "REFERENCE_ADD",
-    "SETTINGS_EFFECTIVE",
+    "API_KEY_CREATE", "API_KEY_REVOKE", "DECISION_LAPSE", "GRANT_ADD", "GRANT_REVOKE",
+    "IDENTITY_RESOLVE", "LABEL_OVERRIDE", "POLICY_EVENT_KINDS", "QUARANTINE_RELEASE",
+    "REFERENCE_ADD", "SETTINGS_EFFECTIVE",
     "SIRE_STATE", "TUPLE_ADD", "TUPLE_REMOVE", "PolicyChainReport", "event_dict",
     "events_after", "operator_actor", "policy_version", "record_effective_settings",
     "record_policy_event", "verify_policy_chain",

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 from affidavit.errors import InputRejected
 
 if TYPE_CHECKING:
-    from affidavit.store.base import PolicyEvent, Store
+    from collections.abc import Sequence
+
+    from affidavit.store.base import PolicyEvent, RelationTuple, Store
 
 TUPLE_ADD, TUPLE_REMOVE = "tuple.add", "tuple.remove"
 GRANT_ADD, GRANT_REVOKE = "grant.add", "grant.revoke"
@@ -34,18 +36,44 @@ SETTINGS_EFFECTIVE = "settings.effective"
 REFERENCE_ADD = "reference.add"
 EPOCHS_RECORDED = "epochs.recorded"
 SIRE_CARRY_OVER = "sire.carry_over"
+DECISION_LAPSE = "decision.lapse"
+"""A recorded human decision no longer holds: the content it decided is gone or changed
+(:mod:`affidavit.bindings`)."""
+DOCUMENT_SUPERSEDE = "document.supersede"
+"""A submission over the service replaced a document's head (:mod:`affidavit.supersession`)."""
 
 POLICY_EVENT_KINDS = frozenset({
     TUPLE_ADD, TUPLE_REMOVE, GRANT_ADD, GRANT_REVOKE, API_KEY_CREATE, API_KEY_REVOKE,
     SIRE_STATE, QUARANTINE_RELEASE, IDENTITY_RESOLVE, LABEL_OVERRIDE, SETTINGS_EFFECTIVE,
-    REFERENCE_ADD, EPOCHS_RECORDED, SIRE_CARRY_OVER,
+    REFERENCE_ADD, EPOCHS_RECORDED, SIRE_CARRY_OVER, DECISION_LAPSE, DOCUMENT_SUPERSEDE,
 })
 """The kinds of change the trail records; anything else is refused, so a typo in a caller
 cannot open a kind nobody audits."""
 
 
-def _canonical(value: Any) -> str:
+LIBRARY_ACTOR = "library"
+"""The actor of a change made through the store's own methods without naming one (a
+library caller); every change path of the CLI and the service names its actor."""
+
+
+def event_json(value: Any) -> str:
+    """The stored JSON of an event's ``before`` or ``after``."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def tuple_change(rel: RelationTuple) -> dict[str, str]:
+    """A tuple as an event's ``before`` or ``after`` names it."""
+    return {"tuple": str(rel), "source": rel.source}
+
+
+def grant_change(subject: str, labels: Sequence[str]) -> dict[str, Any]:
+    """A subject's granted labels as an event's ``before`` or ``after`` names them."""
+    return {"subject": subject, "labels": sorted(labels)}
+
+
+def event_time() -> str:
+    """The UTC time an event is recorded at."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def record_policy_event(store: Store, tenant: str, kind: str, actor: str, before: Any,
@@ -60,10 +88,9 @@ def record_policy_event(store: Store, tenant: str, kind: str, actor: str, before
         raise InputRejected("POLICY_EVENT_KIND", f"unknown policy event kind {kind!r}")
     if not actor.strip():
         raise InputRejected("POLICY_EVENT_ACTOR", "a policy change needs an actor")
-    at = datetime.now(UTC).isoformat(timespec="microseconds")
-    return store.append_policy_event(tenant, kind=kind, actor=actor, at=at,
-                                     before_json=_canonical(before),
-                                     after_json=_canonical(after))
+    return store.append_policy_event(tenant, kind=kind, actor=actor, at=event_time(),
+                                     before_json=event_json(before),
+                                     after_json=event_json(after))
 
 
 def operator_actor(by: str | None = None) -> str:

@@ -9,13 +9,14 @@ a head version. An :class:`Authorizer` is anything that produces that context, s
 policy engine plugs in here and nowhere else.
 
 The default :class:`StoreAuthorizer` reads tuples and grants from the settings and from the
-store, and keeps each principal's expanded context only as long as the store's policy
-generation (bumped in the transaction of every tuple or grant change) is unchanged: one
-small read per request, and a removed tuple or a revoked grant takes effect on the very
-next request. Settings policy is per tenant (:meth:`Settings.policy_for`): tuples and
-grants configured for one tenant are never read for another. Its contexts carry the label
-epoch of the settings' sensitivity policy, so that chunks labelled under another policy
-are not served.
+store (only the stored rows the policy audit trail put there, :mod:`affidavit.audit.replay`:
+a row written straight into its table grants nothing), and keeps each principal's
+expanded context only as long as the store's policy generation (bumped in the transaction
+of every tuple or grant change) is unchanged: one small read per request, and a removed
+tuple or a revoked grant takes effect on the very next request. Settings policy is per
+tenant (:meth:`Settings.policy_for`): tuples and grants configured for one tenant are never
+read for another. Its contexts carry the label epoch of the settings' sensitivity policy,
+so that chunks labelled under another policy are not served.
 
 Adding an external engine (OpenFGA, SpiceDB)
 --------------------------------------------
@@ -44,6 +45,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Protocol
 
+from affidavit.audit.replay import PolicyState, ReplayCache, grants_in_force, tuples_in_force
 from affidavit.authz.expand import PolicyIndex, granted_labels, policy_version
 from affidavit.authz.tuples import parse_principal, parse_tuple
 from affidavit.config import PUBLIC, Settings
@@ -88,6 +90,7 @@ class StoreAuthorizer:
         self._contexts: dict[tuple[str, ...], tuple[int, AuthzContext]] = {}
         # tenant -> its serving epoch, computed once: it depends on the settings alone.
         self._serving: dict[str, str] = {}
+        self._trail = ReplayCache()
 
     def serving_epoch(self, tenant: str) -> str:
         """The epochs a context of ``tenant`` is pinned to (index.epochs.serving_epoch)."""
@@ -101,17 +104,25 @@ class StoreAuthorizer:
         return [parse_tuple(text, source="config") for text in policy.authz.tuples]
 
     def all_tuples(self, tenant: str) -> list[RelationTuple]:
-        """The tenant's settings tuples and its stored tuples."""
-        return [*self.config_tuples(tenant), *self.store.list_tuples(tenant)]
+        """The tenant's settings tuples and the stored tuples its policy trail put there."""
+        stored = tuples_in_force(self.store.list_tuples(tenant), self._replayed(tenant))
+        return [*self.config_tuples(tenant), *stored]
 
     def all_grants(self, tenant: str) -> dict[str, set[str]]:
-        """Label grants by subject, from the tenant's settings and the tenant's store."""
+        """Label grants by subject, from the tenant's settings and the stored grants its
+        policy trail granted."""
         grants: dict[str, set[str]] = {}
         for subject, labels in self.settings.policy_for(tenant).grants.items():
             grants.setdefault(subject, set()).update(labels)
-        for subject, labels in self.store.list_grants(tenant).items():
+        stored = grants_in_force(self.store.list_grants(tenant), self._replayed(tenant))
+        for subject, labels in stored.items():
             grants.setdefault(subject, set()).update(labels)
         return grants
+
+    def _replayed(self, tenant: str) -> PolicyState:
+        # Read after the rows: a change committed in between either is in both (its row and
+        # its event commit together) or bumps the generation this context is cached under.
+        return self._trail.state(self.store, tenant)
 
     def context_for(self, tenant: str, principal: str | None) -> AuthzContext:
         """The principal's context under the live policy; fail closed on any error."""

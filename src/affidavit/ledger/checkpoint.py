@@ -53,10 +53,11 @@ class Checkpoint:
     key_id: str
     public_key: str  # raw Ed25519 public key, base64: lets a checkpoint be checked unpinned
     signature: str  # base64 Ed25519 signature over :meth:`statement`
+    format: str = CHECKPOINT_FORMAT  # which chain: signed, so one cannot pass for another
 
     def statement(self) -> bytes:
         """The exact bytes that are signed."""
-        fields = {"format": CHECKPOINT_FORMAT, "tenant": self.tenant, "seq": self.seq,
+        fields = {"format": self.format, "tenant": self.tenant, "seq": self.seq,
                   "record_hash": self.record_hash, "signed_at": self.signed_at,
                   "key_id": self.key_id}
         return _canonical(fields).encode("utf-8")
@@ -68,12 +69,13 @@ class Checkpoint:
                            "signature": self.signature}, indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def from_json(cls, text: str) -> Checkpoint:
-        """Parse a checkpoint file; :class:`LedgerError` when it is not one."""
+    def from_json(cls, text: str, expected: str = CHECKPOINT_FORMAT) -> Checkpoint:
+        """Parse a checkpoint file of the ``expected`` format; :class:`LedgerError` when it is
+        not one."""
         try:
             data: Any = json.loads(text)
-            if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
-                raise ValueError(f"not a {CHECKPOINT_FORMAT} document")
+            if not isinstance(data, dict) or data.get("format") != expected:
+                raise ValueError(f"not a {expected} document")
             seq = data["seq"]
             if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
                 raise ValueError("seq is not a sequence number")
@@ -81,7 +83,7 @@ class Checkpoint:
                        record_hash=_text(data, "record_hash"),
                        signed_at=_text(data, "signed_at"), key_id=_text(data, "key_id"),
                        public_key=_text(data, "public_key"),
-                       signature=_text(data, "signature"))
+                       signature=_text(data, "signature"), format=expected)
         except (ValueError, KeyError) as exc:
             raise LedgerError(f"malformed checkpoint: {exc}") from exc
 
@@ -170,13 +172,13 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
 
 
 def sign_checkpoint(key: Ed25519PrivateKey, *, tenant: str, seq: int, record_hash: str,
-                    signed_at: str) -> Checkpoint:
+                    signed_at: str, format: str = CHECKPOINT_FORMAT) -> Checkpoint:
     """A checkpoint of ``tenant``'s chain whose record ``seq`` hashes to ``record_hash``."""
     public = key.public_key()
     unsigned = Checkpoint(tenant=tenant, seq=seq, record_hash=record_hash,
                           signed_at=signed_at, key_id=key_id(public),
                           public_key=base64.b64encode(_raw_public(public)).decode("ascii"),
-                          signature="")
+                          signature="", format=format)
     signature = base64.b64encode(key.sign(unsigned.statement())).decode("ascii")
     return dataclasses.replace(unsigned, signature=signature)
 
@@ -203,10 +205,11 @@ def check_signature(checkpoint: Checkpoint, trusted: Ed25519PublicKey | None) ->
     return None
 
 
-def read_checkpoint(path: Path) -> Checkpoint:
-    """A checkpoint file; :class:`LedgerError` when unreadable or malformed."""
+def read_checkpoint(path: Path, expected: str = CHECKPOINT_FORMAT) -> Checkpoint:
+    """A checkpoint file; :class:`LedgerError` when unreadable, malformed or of another
+    format than ``expected``."""
     try:
-        return Checkpoint.from_json(path.read_text(encoding="utf-8"))
+        return Checkpoint.from_json(path.read_text(encoding="utf-8"), expected)
     except (OSError, UnicodeDecodeError) as exc:
         raise LedgerError(f"cannot read the checkpoint {path}: {exc}") from exc
 

@@ -15,6 +15,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from starlette.datastructures import Headers
+
+from affidavit.audit.replay import ReplayCache
 from affidavit.authz import StoreAuthorizer, parse_principal, parse_tuple
 from affidavit.config import Settings
 from affidavit.errors import (
@@ -90,6 +93,7 @@ class Authenticator:
     def __init__(self, settings: Settings, store: Store, oidc: OidcVerifier | None = None):
         self.settings = settings
         self.store = store
+        self._trail = ReplayCache()
         oidc_settings = settings.service.oidc
         self.oidc = oidc or (OidcVerifier(oidc_settings) if oidc_settings.issuer else None)
         for key, role in (("service.oidc.default_role", oidc_settings.default_role),
@@ -111,7 +115,7 @@ class Authenticator:
 
     def _bearer(self, token: str) -> Credential:
         if looks_like_key(token):
-            tenant, record = resolve_key(self.store, token)
+            tenant, record = resolve_key(self.store, token, trail=self._trail)
             return Credential(record.principal, tenant, record.role, "api_key",
                               f"key:{tenant}:{record.key_id}")
         if self.oidc is None:
@@ -125,6 +129,9 @@ class Authenticator:
             if not isinstance(claimed, str) or not claimed.strip():
                 raise AuthenticationError("the bearer token names no tenant")
             tenant = claimed.strip()
+            if tenant not in (settings.tenants or (self.settings.tenant,)):
+                # The same words as for no tenant: a refusal names no tenant that exists.
+                raise AuthenticationError("the bearer token names no tenant")
         role = settings.default_role
         if settings.role_claim and isinstance(verified.claims.get(settings.role_claim), str):
             role = str(verified.claims[settings.role_claim])
@@ -139,6 +146,10 @@ class Authenticator:
         proxy = self.settings.service.proxy
         if not proxy.header or client_host not in proxy.trusted_proxies:
             return None
+        if _forwarded_from(headers, client_host):
+            # The server may have taken the peer address from a forwarding header, which
+            # any client can write: only the connection itself vouches for the proxy.
+            return None
         value = headers.get(proxy.header.lower())
         if not value:
             return None
@@ -148,6 +159,22 @@ class Authenticator:
         tenant = tenant or self.settings.tenant
         return Credential(principal, tenant, proxy.role, "proxy",
                           f"proxy:{tenant}:{principal}")
+
+
+FORWARDING_HEADERS = ("x-forwarded-for", "forwarded", "x-real-ip")
+"""Headers from which a server (uvicorn's proxy_headers) may rewrite the peer address."""
+
+
+def _forwarded_from(headers: Mapping[str, str], client_host: str) -> bool:
+    """Whether ``client_host`` appears in a forwarding header of the request: then it may
+    be a value a client wrote rather than the address it connected from."""
+    for name in FORWARDING_HEADERS:
+        # Every occurrence: a server joins repeated forwarding headers into one list.
+        values = (headers.getlist(name) if isinstance(headers, Headers)
+                  else [headers.get(name) or ""])
+        if any(client_host in value for value in values):
+            return True
+    return False
 
 
 def require_permission(credential: Credential, permission: str) -> None:

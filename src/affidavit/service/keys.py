@@ -4,7 +4,9 @@ A key reads ``afd.<tenant>.<key_id>.<secret>``, the tenant base64url-encoded. Th
 the key only says where to look: the row found there must carry the key id and the hash of
 the secret, so editing the tenant part of a key finds nothing. Secrets are 256 random bits,
 so one HMAC-SHA256 keyed with a per-key salt is enough (no password stretching is needed for
-a secret nobody chose).
+a secret nobody chose). A key counts only while the policy trail holds its creation and not
+its revocation: a row written straight into ``api_keys`` authenticates nobody
+(:mod:`affidavit.audit.replay`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 
+from affidavit.audit.events import LIBRARY_ACTOR
+from affidavit.audit.replay import ReplayCache, key_in_force
 from affidavit.authz import parse_principal
 from affidavit.errors import AuthenticationError, InputRejected
 from affidavit.service.roles import ROLES as ROLES
@@ -66,8 +70,10 @@ def parse_expiry(text: str | None) -> str | None:
 
 
 def issue_key(store: Store, tenant: str, principal: str, *, role: str = "reader",
-              expires: str | None = None, now: datetime | None = None) -> IssuedKey:
-    """Create a key for ``principal`` in ``tenant``; only its salted hash is stored."""
+              expires: str | None = None, now: datetime | None = None,
+              actor: str = LIBRARY_ACTOR) -> IssuedKey:
+    """Create a key for ``principal`` in ``tenant``; only its salted hash is stored, with
+    an ``api_key.create`` event by ``actor``."""
     if role not in ROLES:
         raise InputRejected("UNKNOWN_ROLE", f"role must be one of {', '.join(ROLES)}")
     who = parse_principal(principal)
@@ -77,7 +83,7 @@ def issue_key(store: Store, tenant: str, principal: str, *, role: str = "reader"
                           secret_hash=secret_hash(salt, secret), created_at=at,
                           expires_at=parse_expiry(expires))
     store.ensure_tenant(tenant)
-    store.add_api_key(tenant, record)
+    store.add_api_key(tenant, record, actor=actor)
     return IssuedKey(f"{KEY_PREFIX}.{_encode(tenant)}.{key_id}.{secret}", tenant, record)
 
 
@@ -85,9 +91,10 @@ def looks_like_key(token: str) -> bool:
     return token.startswith(KEY_PREFIX + ".")
 
 
-def resolve_key(store: Store, token: str, *, now: datetime | None = None
-                ) -> tuple[str, ApiKeyRecord]:
+def resolve_key(store: Store, token: str, *, now: datetime | None = None,
+                trail: ReplayCache | None = None) -> tuple[str, ApiKeyRecord]:
     """The tenant and stored record of a presented key; AuthenticationError otherwise.
+    ``trail`` keeps the replayed policy trail between calls.
 
     Every failure says the same thing, so that a caller cannot probe which part was wrong.
     """
@@ -110,6 +117,8 @@ def resolve_key(store: Store, token: str, *, now: datetime | None = None
     if record.revoked_at is not None:
         raise refused
     if record.expires_at is not None and moment >= datetime.fromisoformat(record.expires_at):
+        raise refused
+    if not key_in_force(record, (trail or ReplayCache()).state(store, tenant)):
         raise refused
     return tenant, record
 

@@ -12,6 +12,17 @@ from collections.abc import Iterator, Sequence
 
 import psycopg
 
+from affidavit.audit.events import (
+    GRANT_ADD,
+    GRANT_REVOKE,
+    LIBRARY_ACTOR,
+    TUPLE_ADD,
+    TUPLE_REMOVE,
+    event_json,
+    event_time,
+    grant_change,
+    tuple_change,
+)
 from affidavit.errors import LedgerError, NotFound, StoreError
 from affidavit.ledger.chain import GENESIS_HASH, LINK_FORMAT, link_hash
 from affidavit.records import SireTuple
@@ -30,6 +41,7 @@ from affidavit.store.postgres_base import (
     ensure_tenant_rows,
     lock_for,
 )
+from affidavit.store.postgres_policy import append_event
 from affidavit.store.postgres_references import insert_references
 
 _SIRE_SELECT = (
@@ -110,19 +122,28 @@ class GovernanceTables(PostgresBase):
                                 [(tenant, listing, n) for n in sorted(set(node_ids))])
 
     # ------------------------------------------------------------------ authorization data
-    def add_tuple(self, tenant: str, rel: RelationTuple, *, at: str) -> bool:
+    # As in SQLite: a row and the policy event behind it commit together.
+    def add_tuple(self, tenant: str, rel: RelationTuple, *, at: str,
+                  actor: str = LIBRARY_ACTOR) -> bool:
         with self.transaction(tenant) as conn:
             ensure_tenant_rows(conn, tenant)
+            lock_for(conn, "policy", tenant)
             cur = conn.execute("INSERT INTO relation_tuples VALUES (%s, %s, %s, %s, %s, %s) "
                                "ON CONFLICT DO NOTHING",
                                (tenant, rel.object, rel.relation, rel.subject, rel.source, at))
+            if cur.rowcount > 0:
+                _record(conn, tenant, TUPLE_ADD, actor, None, tuple_change(rel))
             return cur.rowcount > 0
 
-    def remove_tuple(self, tenant: str, rel: RelationTuple) -> bool:
+    def remove_tuple(self, tenant: str, rel: RelationTuple, *,
+                     actor: str = LIBRARY_ACTOR) -> bool:
         with self.transaction(tenant) as conn:
+            lock_for(conn, "policy", tenant)
             cur = conn.execute("DELETE FROM relation_tuples WHERE tenant_id = %s AND object = %s "
                                "AND relation = %s AND subject = %s",
                                (tenant, rel.object, rel.relation, rel.subject))
+            if cur.rowcount > 0:
+                _record(conn, tenant, TUPLE_REMOVE, actor, tuple_change(rel), None)
             return cur.rowcount > 0
 
     def list_tuples(self, tenant: str) -> list[RelationTuple]:
@@ -131,20 +152,32 @@ class GovernanceTables(PostgresBase):
                           (tenant,))
         return [RelationTuple(*(str(x) for x in r)) for r in rows]
 
-    def grant(self, tenant: str, subject: str, labels: Sequence[str], *, at: str) -> int:
+    def grant(self, tenant: str, subject: str, labels: Sequence[str], *, at: str,
+              actor: str = LIBRARY_ACTOR) -> int:
         with self.transaction(tenant) as conn:
             ensure_tenant_rows(conn, tenant)
+            lock_for(conn, "policy", tenant)  # before and after are read under it
+            before = _labels_of(conn, tenant, subject)
             added = 0
             for label in sorted(set(labels)):
                 cur = conn.execute("INSERT INTO label_grants VALUES (%s, %s, %s, %s) "
                                    "ON CONFLICT DO NOTHING", (tenant, subject, label, at))
                 added += cur.rowcount
+            if added:
+                _record(conn, tenant, GRANT_ADD, actor, grant_change(subject, before),
+                        grant_change(subject, _labels_of(conn, tenant, subject)))
             return added
 
-    def revoke(self, tenant: str, subject: str, labels: Sequence[str]) -> int:
+    def revoke(self, tenant: str, subject: str, labels: Sequence[str], *,
+               actor: str = LIBRARY_ACTOR) -> int:
         with self.transaction(tenant) as conn:
+            lock_for(conn, "policy", tenant)
+            before = _labels_of(conn, tenant, subject)
             cur = conn.execute("DELETE FROM label_grants WHERE tenant_id = %s AND subject = %s "
                                "AND label = ANY(%s)", (tenant, subject, sorted(set(labels))))
+            if cur.rowcount:
+                _record(conn, tenant, GRANT_REVOKE, actor, grant_change(subject, before),
+                        grant_change(subject, _labels_of(conn, tenant, subject)))
             return cur.rowcount
 
     def policy_generation(self, tenant: str) -> int | None:
@@ -288,3 +321,15 @@ def _run(row: Row) -> RunRecord:
 def _ledger(row: Row) -> LedgerEntry:
     return LedgerEntry(int(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4]),
                        str(row[5]), str(row[6]), int(row[7]))
+
+
+def _labels_of(conn: Connection, tenant: str, subject: str) -> list[str]:
+    rows = conn.execute("SELECT label FROM label_grants WHERE tenant_id = %s AND subject = %s "
+                        "ORDER BY label", (tenant, subject)).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def _record(conn: Connection, tenant: str, kind: str, actor: str, before: object,
+            after: object) -> None:
+    append_event(conn, tenant, kind=kind, actor=actor, at=event_time(),
+                 before_json=event_json(before), after_json=event_json(after))

@@ -11,6 +11,17 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 
+from affidavit.audit.events import (
+    GRANT_ADD,
+    GRANT_REVOKE,
+    LIBRARY_ACTOR,
+    TUPLE_ADD,
+    TUPLE_REMOVE,
+    event_json,
+    event_time,
+    grant_change,
+    tuple_change,
+)
 from affidavit.errors import LedgerError, NotFound, StoreError
 from affidavit.ledger.chain import GENESIS_HASH, LINK_FORMAT, link_hash
 from affidavit.records import SireTuple
@@ -22,6 +33,7 @@ from affidavit.store.base import (
     RunRecord,
     SireRecord,
 )
+from affidavit.store.sqlite_policy import append_event
 from affidavit.store.sqlite_references import insert_references
 from affidavit.store.sqlite_texts import sire_json
 
@@ -112,18 +124,26 @@ class GovernanceTables:
                              [(tenant, listing, n) for n in sorted(set(node_ids))])
 
     # ------------------------------------------------------------------ authorization data
-    def add_tuple(self, tenant: str, rel: RelationTuple, *, at: str) -> bool:
+    # Each change is recorded as a policy event in its own transaction: a row and the event
+    # behind it commit together, and the authorizer counts only rows the trail put there.
+    def add_tuple(self, tenant: str, rel: RelationTuple, *, at: str,
+                  actor: str = LIBRARY_ACTOR) -> bool:
         with self._write() as conn:
             self._ensure_tenant(conn, tenant)
             cur = conn.execute("INSERT OR IGNORE INTO relation_tuples VALUES (?, ?, ?, ?, ?, ?)",
                                (tenant, rel.object, rel.relation, rel.subject, rel.source, at))
+            if cur.rowcount > 0:
+                _record(conn, tenant, TUPLE_ADD, actor, None, tuple_change(rel))
             return cur.rowcount > 0
 
-    def remove_tuple(self, tenant: str, rel: RelationTuple) -> bool:
+    def remove_tuple(self, tenant: str, rel: RelationTuple, *,
+                     actor: str = LIBRARY_ACTOR) -> bool:
         with self._write() as conn:
             cur = conn.execute("DELETE FROM relation_tuples WHERE tenant_id = ? AND object = ? "
                                "AND relation = ? AND subject = ?",
                                (tenant, rel.object, rel.relation, rel.subject))
+            if cur.rowcount > 0:
+                _record(conn, tenant, TUPLE_REMOVE, actor, tuple_change(rel), None)
             return cur.rowcount > 0
 
     def list_tuples(self, tenant: str) -> list[RelationTuple]:
@@ -131,23 +151,33 @@ class GovernanceTables:
                           "WHERE tenant_id = ? ORDER BY object, relation, subject", (tenant,))
         return [RelationTuple(*(str(x) for x in r)) for r in rows]
 
-    def grant(self, tenant: str, subject: str, labels: Sequence[str], *, at: str) -> int:
+    def grant(self, tenant: str, subject: str, labels: Sequence[str], *, at: str,
+              actor: str = LIBRARY_ACTOR) -> int:
         with self._write() as conn:
             self._ensure_tenant(conn, tenant)
+            before = _labels_of(conn, tenant, subject)
             added = 0
             for label in sorted(set(labels)):
                 cur = conn.execute("INSERT OR IGNORE INTO label_grants VALUES (?, ?, ?, ?)",
                                    (tenant, subject, label, at))
                 added += cur.rowcount
+            if added:
+                _record(conn, tenant, GRANT_ADD, actor, grant_change(subject, before),
+                        grant_change(subject, _labels_of(conn, tenant, subject)))
             return added
 
-    def revoke(self, tenant: str, subject: str, labels: Sequence[str]) -> int:
+    def revoke(self, tenant: str, subject: str, labels: Sequence[str], *,
+               actor: str = LIBRARY_ACTOR) -> int:
         with self._write() as conn:
+            before = _labels_of(conn, tenant, subject)
             removed = 0
             for label in sorted(set(labels)):
                 cur = conn.execute("DELETE FROM label_grants WHERE tenant_id = ? AND subject = ? "
                                    "AND label = ?", (tenant, subject, label))
                 removed += cur.rowcount
+            if removed:
+                _record(conn, tenant, GRANT_REVOKE, actor, grant_change(subject, before),
+                        grant_change(subject, _labels_of(conn, tenant, subject)))
             return removed
 
     def policy_generation(self, tenant: str) -> int | None:
@@ -269,6 +299,18 @@ class GovernanceTables:
                           "ORDER BY seq", (tenant,))
         for row in rows:
             yield _ledger(row)
+
+
+def _labels_of(conn: sqlite3.Connection, tenant: str, subject: str) -> list[str]:
+    rows = conn.execute("SELECT label FROM label_grants WHERE tenant_id = ? AND subject = ? "
+                        "ORDER BY label", (tenant, subject)).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def _record(conn: sqlite3.Connection, tenant: str, kind: str, actor: str, before: object,
+            after: object) -> None:
+    append_event(conn, tenant, kind=kind, actor=actor, at=event_time(),
+                 before_json=event_json(before), after_json=event_json(after))
 
 
 def _run(row: Sequence[object]) -> RunRecord:

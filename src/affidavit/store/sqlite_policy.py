@@ -35,20 +35,10 @@ class PolicyEventTables:
         try:
             with self._write() as conn:
                 self._ensure_tenant(conn, tenant)
-                row = conn.execute("SELECT seq, event_hash FROM policy_events WHERE "
-                                   "tenant_id = ? ORDER BY seq DESC LIMIT 1",
-                                   (tenant,)).fetchone()
-                seq, prev = (int(row[0]) + 1, str(row[1])) if row else (1, GENESIS_HASH)
-                digest = event_hash(tenant=tenant, seq=seq, kind=kind, actor=actor, at=at,
-                                    before_json=before_json, after_json=after_json,
-                                    prev_hash=prev)
-                event = PolicyEvent(seq, kind, actor, at, before_json, after_json, prev,
-                                    digest)
-                conn.execute(f"INSERT INTO policy_events (tenant_id, {_COLUMNS}) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (tenant, *_row(event)))
+                return append_event(conn, tenant, kind=kind, actor=actor, at=at,
+                                    before_json=before_json, after_json=after_json)
         except sqlite3.Error as exc:
             raise StoreError(f"policy event append failed: {exc}") from exc
-        return event
 
     def iter_policy_events(self, tenant: str, *, after_seq: int = 0) -> Iterator[PolicyEvent]:
         rows = self._read(f"SELECT {_COLUMNS} FROM policy_events WHERE tenant_id = ? "
@@ -60,6 +50,21 @@ class PolicyEventTables:
         rows = self._read("SELECT seq, event_hash FROM policy_events WHERE tenant_id = ? "
                           "ORDER BY seq DESC LIMIT 1", (tenant,))
         return (int(str(rows[0][0])), str(rows[0][1])) if rows else (0, GENESIS_HASH)
+
+
+def append_event(conn: sqlite3.Connection, tenant: str, *, kind: str, actor: str, at: str,
+                 before_json: str, after_json: str) -> PolicyEvent:
+    """Extend ``tenant``'s chain inside the caller's write transaction, so that a change to
+    a policy table and its event commit together or not at all."""
+    row = conn.execute("SELECT seq, event_hash FROM policy_events WHERE "
+                       "tenant_id = ? ORDER BY seq DESC LIMIT 1", (tenant,)).fetchone()
+    seq, prev = (int(row[0]) + 1, str(row[1])) if row else (1, GENESIS_HASH)
+    digest = event_hash(tenant=tenant, seq=seq, kind=kind, actor=actor, at=at,
+                        before_json=before_json, after_json=after_json, prev_hash=prev)
+    event = PolicyEvent(seq, kind, actor, at, before_json, after_json, prev, digest)
+    conn.execute(f"INSERT INTO policy_events (tenant_id, {_COLUMNS}) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (tenant, *_row(event)))
+    return event
 
 
 def _row(event: PolicyEvent) -> tuple[object, ...]:
