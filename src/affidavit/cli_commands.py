@@ -116,9 +116,10 @@ def cmd_ingest(ctx: Context) -> int:
                   f"unresolved-link rate {links['unresolved_rate']:.1%}")
         for warning in data["warnings"]:
             print(f"  warning: {warning}")
-    from affidavit.cli_diagnose import warn_default_label_unreadable
+    from affidavit.cli_diagnose import warn_default_label_unreadable, warn_exclusion_gate_empty
 
     warn_default_label_unreadable(ctx)
+    warn_exclusion_gate_empty(ctx)
     return EXIT_QUARANTINED if data["quarantined"] else EXIT_OK
 
 
@@ -218,13 +219,18 @@ def cmd_search(ctx: Context) -> int:
 
 
 def cmd_ask(ctx: Context) -> int:
+    from affidavit.answer.ask_options import AskOptions
     from affidavit.authz import parse_principal
     from affidavit.query import Engine
 
-    principal = parse_principal(ctx.args.as_principal)
+    args = ctx.args
+    principal = parse_principal(args.as_principal)
+    options = AskOptions(model_role=args.role, response_mode=args.response_mode,
+                         inference_profile=args.inference_profile,
+                         subject_scope=tuple(args.subjects))
     engine = Engine(ctx.store(), ctx.settings, tenant=ctx.tenant)
-    result = engine.ask(principal, ctx.args.question, role=ctx.args.role,
-                        reference_depth=ctx.args.reference_depth)
+    result = engine.ask(principal, args.question, options=options,
+                        reference_depth=args.reference_depth)
     if not result.citations:
         from affidavit.cli_diagnose import warn_if_unknown_principal
 
@@ -377,6 +383,9 @@ def cmd_sire(ctx: Context) -> int:
                 ctx.tenant, parse_principal(args.as_principal))
             records = sire_records_for(store, authz, records)
         diffs = proposal_diffs(store, ctx.tenant, records, authz)
+        from affidavit.cli_diagnose import warn_exclusion_gate_empty
+
+        warn_exclusion_gate_empty(ctx)
         if args.json:
             _print_json([{"sire_id": r.sire_id, "alias": r.alias, "title": r.title,
                           "state": r.state, "approved_by": r.approved_by,

@@ -43,6 +43,7 @@ def cmd_whoami(ctx: Context) -> int:
     summary = describe_principal(ctx.store(), ctx.settings, ctx.tenant, ctx.args.as_principal)
     for note in summary.notes:
         print(f"affidavit: {note}", file=sys.stderr)
+    warn_exclusion_gate_empty(ctx)
     if ctx.args.json:
         _print_json(summary.to_dict())
         return EXIT_OK
@@ -110,3 +111,13 @@ def warn_default_label_unreadable(ctx: Context) -> None:
     warning = default_label_warning(ctx.store(), ctx.settings, ctx.tenant)
     if warning is not None:
         print(f"affidavit: {warning}", file=sys.stderr)
+
+
+def warn_exclusion_gate_empty(ctx: Context) -> None:
+    """On stderr, when the tenant's SIRE exclusion gate excludes nothing (spec 003 §11.3;
+    see affidavit.identity.exclusion_check)."""
+    from affidavit.identity.exclusion_check import exclusion_gate_warning
+
+    warning = exclusion_gate_warning(ctx.store(), ctx.settings, ctx.tenant)
+    if warning is not None:
+        print(f"affidavit: warning: {warning}", file=sys.stderr)

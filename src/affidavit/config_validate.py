@@ -7,6 +7,7 @@ the file it came from.
 from __future__ import annotations
 
 from affidavit.config import _MODEL_LABELS, HNSW_EF_SEARCH_MAX, PUBLIC, RESTRICTED, Settings
+from affidavit.config_gate import validate_gate
 from affidavit.errors import ConfigurationError
 
 
@@ -39,6 +40,10 @@ def validate(settings: Settings) -> None:
     _validate_tenant_policies(settings, source)
     _validate_egress(settings, source)
     _validate_store(settings, source)
+    validate_gate(settings.gate, source)
+    if not 0 <= settings.answer.deep_reasoning_draws <= 16:  # stability.MAX_STABILITY_DRAWS
+        raise ConfigurationError("must be between 0 and 16", key="answer.deep_reasoning_draws",
+                                 source=source)
     ingest = settings.ingest
     if (ingest.max_expansion_ratio < 1 or ingest.expansion_floor_chars < 0
             or ingest.max_rendered_chars < ingest.expansion_floor_chars
@@ -82,9 +87,10 @@ def validate(settings: Settings) -> None:
     if settings.answer.role not in ("authoritative", "advisory"):
         raise ConfigurationError("must be 'authoritative' or 'advisory'", key="answer.role",
                                  source=source)
-    if not settings.tenant or not settings.tenant.replace("-", "").replace("_", "").isalnum():
-        raise ConfigurationError("must be letters, digits, '-' or '_'", key="tenant",
-                                 source=source)
+    for tenant in (settings.tenant, settings.home):
+        if not tenant or not tenant.replace("-", "").replace("_", "").isalnum():
+            raise ConfigurationError("must be letters, digits, '-' or '_'", key="tenant",
+                                     source=source)
 
 
 def _validate_tenant_policies(settings: Settings, source: str) -> None:
@@ -102,11 +108,11 @@ def _validate_tenant_policies(settings: Settings, source: str) -> None:
             raise ConfigurationError("a tenant id must be letters, digits, '-' or '_'",
                                      key=f"tenants.{tenant}", source=source)
     top_level = settings.acl.default or settings.authz.tuples or settings.grants
-    if settings.tenant in settings.tenants and top_level:
+    if settings.home in settings.tenants and top_level:
         # Two policies for one tenant: which one counts would be a guess.
         raise ConfigurationError(
             "the home tenant has a [tenants] section and top-level acl/authz/grants; "
-            "keep one", key=f"tenants.{settings.tenant}", source=source)
+            "keep one", key=f"tenants.{settings.home}", source=source)
 
 
 def _validate_egress(settings: Settings, source: str) -> None:

@@ -138,8 +138,11 @@ def test_admin_manages_tuples_grants_and_keys_of_its_own_tenant_only(
         admin_service: RunningService, admin_deployment: Deployment) -> None:
     keys = admin_deployment.keys
     with admin_service.client(keys["admin"]) as client:
-        added = client.post("/v1/admin/authz/tuples",
+        # A body naming a tenant is refused by name: the tenant is the credential's.
+        named = client.post("/v1/admin/authz/tuples",
                             json={"tuple": "group:hr#member@user:zoe", "tenant": "other"})
+        assert named.status_code == 422 and named.json()["unknown_fields"] == ["tenant"]
+        added = client.post("/v1/admin/authz/tuples", json={"tuple": "group:hr#member@user:zoe"})
         assert added.json() == {"tuple": "group:hr#member@user:zoe", "added": True}
         granted = client.post("/v1/admin/authz/grants",
                               json={"subject": "user:zoe", "labels": ["pii"]})
@@ -204,9 +207,12 @@ def test_quarantine_release_names_the_caller(
         assert final["status"] == "DEGRADED", final
         entry = client.get("/v1/admin/quarantine", params={"run_id": final["run_id"]})
         assert [q["alias"] for q in entry.json()["quarantined"]] == ["upload/broken.md"]
+        named = client.post("/v1/admin/quarantine/release",
+                            json={"run_id": final["run_id"], "alias": "upload/broken.md",
+                                  "by": "user:mallory"})
+        assert named.status_code == 422 and named.json()["unknown_fields"] == ["by"]
         released = client.post("/v1/admin/quarantine/release",
-                               json={"run_id": final["run_id"], "alias": "upload/broken.md",
-                                     "by": "user:mallory"})
+                               json={"run_id": final["run_id"], "alias": "upload/broken.md"})
         assert released.json()["released_by"] == "user:ines"
         shown = client.get(f"/v1/admin/runs/{final['run_id']}").json()
         assert shown["quarantined"][0]["released_by"] == "user:ines"

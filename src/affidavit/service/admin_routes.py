@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from affidavit.audit import changes as audited
 from affidavit.authz import StoreAuthorizer, parse_tuple
@@ -28,33 +28,29 @@ from affidavit.identity.sire_labels import sire_records_for
 from affidavit.query import Engine
 from affidavit.service.ingest_routes import ingest_jobs, run_screen
 from affidavit.service.keys import describe
-from affidavit.service.schemas import PROBLEMS
+from affidavit.service.schemas import PROBLEMS, RequestBody
 from affidavit.service.state import AdminCaller, IngestCaller, ReviewCaller, service_state
 from affidavit.store.base import SireRecord
 
 router = APIRouter(tags=["admin"])
 
 
-class TupleBody(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class TupleBody(RequestBody):
     tuple: str = Field(min_length=1, description="object#relation@subject")
 
 
-class GrantBody(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class GrantBody(RequestBody):
     subject: str = Field(min_length=1, description="user:alice or group:finance#member")
     labels: list[str] = Field(min_length=1)
 
 
-class KeyBody(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class KeyBody(RequestBody):
     principal: str = Field(min_length=1)
     role: Literal["reader", "ingester", "reviewer", "admin"] = "reader"
     expires: str | None = Field(default=None, description="YYYY-MM-DD or an ISO time")
 
 
-class ReleaseBody(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class ReleaseBody(RequestBody):
     run_id: str = Field(min_length=1)
     alias: str = Field(min_length=1)
 

@@ -32,6 +32,7 @@ from affidavit.errors import (
     RoleRefused,
     StoreError,
 )
+from affidavit.telemetry import mark_current_failed
 
 PROBLEM_JSON = "application/problem+json"
 TYPE_PREFIX = "urn:affidavit:problem:"
@@ -121,7 +122,12 @@ def install_problem_handlers(app: FastAPI) -> None:
     """Every error the app can raise leaves as a problem document."""
 
     async def on_error(request: Request, exc: Exception) -> Response:
-        return problem_for(exc)
+        response = problem_for(exc)
+        # The request's span and access log line say what failed by type and reason code
+        # (affidavit.service.observability); a 4xx is the caller's, not a failed span.
+        mark_current_failed(exc, status=response.status_code >= 500)
+        request.state.failure = exc
+        return response
 
     async def on_http(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
@@ -134,8 +140,13 @@ def install_problem_handlers(app: FastAPI) -> None:
         # Field locations and messages only: never echo the submitted values.
         shown = [{"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))}
                  for e in errors]
-        return problem_response(INVALID_REQUEST, "the request does not match the schema",
-                                errors=shown)
+        # A field the service does not know is refused by name, never silently dropped.
+        unknown = [str(e["loc"][-1]) for e in errors
+                   if e.get("type") == "extra_forbidden" and e.get("loc")]
+        detail = ("unknown field(s): " + ", ".join(unknown) if unknown
+                  else "the request does not match the schema")
+        extra: dict[str, Any] = {"unknown_fields": unknown} if unknown else {}
+        return problem_response(INVALID_REQUEST, detail, errors=shown, **extra)
 
     app.add_exception_handler(AffidavitError, on_error)
     app.add_exception_handler(HTTPException, on_http)

@@ -34,7 +34,7 @@ async def query(body: QueryRequest, request: Request,
     request_id = new_request_id()
     try:
         result = await state.call(caller, lambda engine: engine.ask(
-            caller.principal, body.query, role=body.model_role(), request_id=request_id,
+            caller.principal, body.query, options=body.options(), request_id=request_id,
             reference_depth=body.reference_depth))
     except LimitExceeded as exc:
         return problem_for(exc, request_id=request_id)

@@ -1,7 +1,10 @@
 """``/v1/references``: soft references between documents, for the verified caller.
 
-A caller sees a reference only if it may read both ends; it creates one only if it may read
-both ends, and the creation is a policy event with the caller's principal as its actor.
+A caller sees a reference only if it may read both ends (a citation only if it may view the
+answer's ledger record: its own); it creates one only if it may read both ends, and the
+creation is a policy event with the caller's principal as its actor. The reason a caller
+writes is accepted whatever it names and shown only to readers granted its label. Every
+refusal is one 404 problem, the same bytes whether the document is missing or hidden.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from affidavit.classify.policy import SensitivityPolicy
 from affidavit.query import Engine
@@ -20,13 +23,13 @@ from affidavit.references.links import (
     resolve_document,
     search_references,
 )
-from affidavit.service.schemas import PROBLEMS
+from affidavit.service.schemas import PROBLEMS, RequestBody
 from affidavit.service.state import SearchCaller, service_state
 
 router = APIRouter(prefix="/v1/references", tags=["references"])
 
 
-class NewReference(BaseModel):
+class NewReference(RequestBody):
     """A soft reference to create; its creator is the credential's principal."""
 
     source: str = Field(description="node id or path of the source document")

@@ -1,41 +1,67 @@
 """Request and response bodies of the query endpoints.
 
-Bodies name only what to ask: unknown fields (a ``principal``, a ``tenant``) are ignored,
-because who asks comes from the credential alone.
+Bodies name only what to ask. Who asks comes from the credential alone, and a field the
+service does not know (a ``principal``, a ``tenant``, a misspelt option) is refused with a
+422 problem naming it, never dropped: a dropped option would let an answer claim an
+authority the caller did not ask for.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from affidavit.answer.ask_options import MAX_SCOPE_SUBJECTS, AskOptions
 from affidavit.errors import LimitExceeded
 
+Subject = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
+                                           max_length=200)]
 
-class QueryRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
 
+class RequestBody(BaseModel):
+    """The base of every request body: unknown fields are refused (HTTP 422)."""
+
+    # ``model_role`` is the spec's name; pydantic reserves ``model_`` unless told not to.
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+
+class QueryRequest(RequestBody):
     query: str = Field(min_length=1, description="the question")
+    model_role: Literal["authoritative", "advisory"] | None = Field(
+        default=None, description="model role (spec 003 §9.1): advisory is never more than "
+        "NARRATIVE_ONLY; default from [answer] role")
     role: Literal["authoritative", "advisory"] | None = Field(
-        default=None, description="model role (spec 003 §9.1); default from the settings")
+        default=None, description="the older name of model_role")
     response_mode: Literal["governed", "narrative"] = Field(
-        default="governed", description="narrative asks for an advisory answer")
-    inference_profile: Literal["reliability"] = Field(
-        default="reliability", description="the only profile this engine offers")
+        default="governed", description="narrative asks for an advisory answer (capped at "
+        "NARRATIVE_ONLY)")
+    inference_profile: Literal["reliability", "deep_reasoning"] = Field(
+        default="reliability", description="deep_reasoning asks for stability draws where "
+        "the model can be sampled ([answer] deep_reasoning_draws); recorded in the ledger")
+    subject_scope: list[Subject] = Field(
+        default_factory=list, max_length=MAX_SCOPE_SUBJECTS,
+        description="SIRE subjects: evidence from sources whose ACTIVE SIRE Subject is not "
+        "among them is dropped before the prompt (empty: no scope)")
     reference_depth: int = Field(
         default=0, ge=0, le=5, description="hops to follow references from the documents "
         "the first pass found (0: none)")
 
-    def model_role(self) -> str | None:
-        if self.role is not None:
-            return self.role
-        return "advisory" if self.response_mode == "narrative" else None
+    @model_validator(mode="after")
+    def _one_role(self) -> QueryRequest:
+        if self.role is not None and self.model_role not in (None, self.role):
+            raise ValueError("model_role and role disagree; give model_role only")
+        return self
+
+    def options(self) -> AskOptions:
+        """The engine's view of what this request asks for."""
+        return AskOptions(model_role=self.model_role or self.role,
+                          response_mode=self.response_mode,
+                          inference_profile=self.inference_profile,
+                          subject_scope=tuple(self.subject_scope))
 
 
-class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class SearchRequest(RequestBody):
     query: str = Field(min_length=1)
     limit: int | None = Field(default=None, ge=1, le=100)
     reference_depth: int = Field(

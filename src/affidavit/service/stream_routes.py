@@ -7,7 +7,9 @@ Events, each a ``data:`` line of JSON:
 * one ``{"type": "envelope", ...}``: the output state, the verified answer, claims,
   citations and the ledger summary. ``tokens_invalidated`` is true when the streamed text
   must not be shown as the answer (BLOCKED, or the verified answer differs from it);
-* or, instead of the envelope, ``{"type": "error", ...}`` holding a problem document.
+* or, instead of the envelope, ``{"type": "error", "problem", "tokens_invalidated": true}``
+  holding a problem document: no answer came of the streamed text (a failed ledger write
+  among the causes: no record, no response), so every streamed token is void.
 
 Comment lines (``: heartbeat``) keep idle proxies from closing the stream. The engine runs
 on its own thread: a client that goes away stops the stream, not the request, whose ledger
@@ -75,7 +77,7 @@ def error_event(exc: Exception, request_id: str, **extra: Any) -> str:
                             "request_id": request_id, **extra}
     if kind.shows_message:
         body["detail"] = str(exc)
-    return event({"type": "error", "problem": body})
+    return event({"type": "error", "problem": body, "tokens_invalidated": True})
 
 
 @router.post("/query/stream", responses={
@@ -96,7 +98,7 @@ def answer_stream(state: ServiceState, caller: Credential,
     queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
     sink = _QueueSink(loop, queue)
     future = state.submit(caller, lambda engine: engine.ask(
-        caller.principal, body.query, role=body.model_role(), request_id=request_id,
+        caller.principal, body.query, options=body.options(), request_id=request_id,
         stream_to=sink, reference_depth=body.reference_depth))
     future.add_done_callback(lambda _: queue.put_nowait((_DONE, "")))
     service = state.settings.service
