@@ -162,7 +162,18 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Answer from evidence the principal may read; every answer "
                                    "is verified and recorded in the ledger first.")
     p.add_argument("question")
-    p.add_argument("--role", choices=["authoritative", "advisory"], default=None)
+    # The request options of POST /v1/query (spec 003 §8.1; affidavit.answer.ask_options).
+    p.add_argument("--model-role", "--role", dest="role", choices=["authoritative", "advisory"],
+                   default=None, help="advisory answers are never more than NARRATIVE_ONLY "
+                                      "(default: [answer] role)")
+    p.add_argument("--response-mode", choices=["governed", "narrative"], default="governed",
+                   help="narrative asks for an advisory answer (default governed)")
+    p.add_argument("--inference-profile", choices=["reliability", "deep_reasoning"],
+                   default="reliability", help="deep_reasoning asks for stability draws where "
+                                               "the model can be sampled (default reliability)")
+    p.add_argument("--subject", dest="subjects", action="append", default=[],
+                   metavar="SUBJECT", help="answer only from sources whose ACTIVE SIRE "
+                                           "Subject is SUBJECT (repeatable)")
     p.add_argument("--reference-depth", type=int, default=0, choices=range(0, 6),
                    metavar="N", help="also search documents N reference hops away from "
                                      "what the query found (default 0)")

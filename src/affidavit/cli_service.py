@@ -91,7 +91,8 @@ def cmd_keys(ctx: Context) -> int:
 
 
 def cmd_serve(ctx: Context) -> int:
-    from affidavit.service.app import create_app, store_opener_for
+    from affidavit.logs import service_log_config
+    from affidavit.service.app import SERVED_TENANT_VARIABLE, create_app, store_opener_for
     from affidavit.service.openapi import default_document
     from affidavit.store import display_location
 
@@ -111,15 +112,19 @@ def cmd_serve(ctx: Context) -> int:
     if args.workers == 1:
         settings = ctx.settings.replace(store=replace(ctx.settings.store, db=location))
         app = create_app(settings, store_opener_for(settings, Path.cwd()))
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
+                    log_config=service_log_config())
         return EXIT_OK
     # Each worker process builds its own app (and store connection) from the environment.
     os.environ["AFFIDAVIT_DB"] = location
-    os.environ["AFFIDAVIT_TENANT"] = ctx.tenant
+    # The tenant served, beside (not instead of) the configured home tenant: a --tenant
+    # given here must not hand the workers' top-level policy to it (config.Settings.home).
+    os.environ[SERVED_TENANT_VARIABLE] = ctx.tenant
     if ctx.settings.source_file:
         os.environ["AFFIDAVIT_CONFIG"] = str(Path(ctx.settings.source_file).resolve())
     uvicorn.run("affidavit.service.app:app_from_environment", factory=True, host=args.host,
-                port=args.port, workers=args.workers, log_level="warning")
+                port=args.port, workers=args.workers, log_level="warning",
+                log_config=service_log_config())
     return EXIT_OK
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from affidavit.config_gate import GateSettings as GateSettings
 from affidavit.config_service import (
     OidcSettings as OidcSettings,
 )
@@ -236,6 +237,9 @@ class EgressSettings:
 class SireSettings:
     domain_phrases: tuple[str, ...] = ()
     default_excludes: tuple[str, ...] = ()
+    # true: ingest and ask refuse while the tenant's exclusion gate excludes nothing
+    # (spec 003 §11.3); false: they warn (affidavit.identity.exclusion_check)
+    require_excludes: bool = False
     max_included: int = 24
     max_relevant: int = 12
     max_excluded: int = 8
@@ -293,6 +297,13 @@ class ProviderSettings:
     temperature: float = 0.0
     logprobs: bool = True
     stability_draws: int = 0
+    # the longest answer asked for, in tokens (sent as max_tokens: a server's own default
+    # may be unbounded, or a few dozen tokens)
+    max_tokens: int = 512
+    # the server's context window in tokens (llama.cpp's --ctx-size, vLLM's
+    # --max-model-len); when set, the lowest-ranked evidence is dropped until prompt and
+    # answer fit, and a prompt that cannot fit fails at once. 0: unknown, nothing dropped
+    context_window: int = 0
 
 
 @dataclass(frozen=True)
@@ -321,6 +332,8 @@ class AnswerSettings:
     max_evidence: int = 8
     max_answer_sentences: int = 4
     support_threshold: float = 0.6
+    # stability draws the deep_reasoning inference profile asks for (affidavit.answer.ask_options)
+    deep_reasoning_draws: int = 3
 
 
 @dataclass(frozen=True)
@@ -328,6 +341,10 @@ class Settings:
     """Every setting Affidavit reads. Immutable; build a changed copy with :meth:`replace`."""
 
     tenant: str = "default"
+    # The tenant the top-level acl/authz/grants belong to: the ``tenant`` the settings file
+    # and environment configure (set by load). A command line's --tenant moves ``tenant``,
+    # the tenant a command acts on, never this one. Empty: ``tenant``.
+    home_tenant: str = ""
     store: StoreSettings = field(default_factory=StoreSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
     drift: DriftSettings = field(default_factory=DriftSettings)
@@ -349,6 +366,7 @@ class Settings:
     provider: ProviderSettings = field(default_factory=ProviderSettings)
     local: LocalModelSettings = field(default_factory=LocalModelSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
+    gate: GateSettings = field(default_factory=GateSettings)
     service: ServiceSettings = field(default_factory=ServiceSettings)
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
     source_file: str | None = None
@@ -358,14 +376,19 @@ class Settings:
 
     def policy_for(self, tenant: str) -> TenantPolicySettings:
         """The access policy of ``tenant``: its ``[tenants.<id>]`` section, else, for the
-        home tenant (the ``tenant`` setting) only, the top-level ``[acl]``, ``[authz]`` and
+        home tenant (:attr:`home`) only, the top-level ``[acl]``, ``[authz]`` and
         ``[grants]``; any other tenant gets an empty policy (nobody is admitted by config)."""
         own = self.tenants.get(tenant)
         if own is not None:
             return own
-        if tenant == self.tenant:
+        if tenant == self.home:
             return TenantPolicySettings(acl=self.acl, authz=self.authz, grants=self.grants)
         return TenantPolicySettings()
+
+    @property
+    def home(self) -> str:
+        """The configured home tenant: the one the top-level policy belongs to."""
+        return self.home_tenant or self.tenant
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, suitable for hashing into a config version."""
@@ -414,12 +437,17 @@ def load(
 
     for key, value in _env_items(env):
         _set_dotted(data, key, value, source="environment")
+    # The home tenant is what the file and the environment say: a command line naming
+    # another tenant acts on it without handing it the top-level policy.
+    home = data.get("tenant", Settings.tenant)
+    if not isinstance(home, str):
+        raise ConfigurationError("must be a string", key="tenant", source=source or "defaults")
     for key, value in (overrides or {}).items():
         if value is not None:
             _set_dotted(data, key, value, source="command line")
 
     built: Settings = _build(Settings, data, "", source or "defaults")
-    settings = built.replace(source_file=source)
+    settings = built.replace(source_file=source, home_tenant=home)
     _validated(settings)
     return settings
 
@@ -469,11 +497,15 @@ def _set_dotted(data: dict[str, Any], key: str, value: Any, *, source: str) -> N
     target[parts[-1]] = value
 
 
+# Set by load from where a value came from, never read from a settings source.
+_DERIVED_FIELDS = frozenset({"source_file", "home_tenant"})
+
+
 def _build(cls: type[Any], data: Any, prefix: str, source: str) -> Any:
     if not isinstance(data, Mapping):
         raise ConfigurationError("must be a table", key=prefix.rstrip(".") or None, source=source)
     hints = get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls) if f.name != "source_file"}
+    names = {f.name for f in dataclasses.fields(cls) if f.name not in _DERIVED_FIELDS}
     unknown = sorted(set(data) - names)
     if unknown:
         raise ConfigurationError(_unknown_message(unknown[0], data[unknown[0]], names, prefix),

@@ -12,7 +12,7 @@ import os
 import socket
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
@@ -22,10 +22,18 @@ from affidavit.chunking import chunk_document
 from affidavit.chunking.ids import chunk_ids
 from affidavit.classify import SensitivityPolicy, build_segments
 from affidavit.classify.derived import DocumentDerivedLabels, format_locator, label_derived
-from affidavit.classify.document import effective_declared, label_document
+from affidavit.classify.document import effective_declared, label_bound
+from affidavit.classify.dropped import DROPPED_KEY, label_dropped
 from affidavit.classify.labels import label_text
 from affidavit.classify.model import ModelParagraphClassifier, classifier_identity
-from affidavit.classify.overrides import all_recorded_overrides, overrides_digest
+from affidavit.classify.overrides import (
+    LabelOverride,
+    LapsedOverride,
+    overrides_digest,
+    overrides_in_force,
+    present_in,
+    record_lapses,
+)
 from affidavit.config import Settings
 from affidavit.errors import AffidavitError, InputRejected
 from affidavit.extract import extract
@@ -76,6 +84,7 @@ from affidavit.store.base import (
     VersionBundle,
     identity_collision,
 )
+from affidavit.supersession import Submitter, SupersessionGate
 from affidavit.telemetry import configure as configure_telemetry
 from affidavit.telemetry import extract_format, fetched, id_hash, stage, traced
 
@@ -158,6 +167,11 @@ class Ingestor:
     """Runs ingestion for one tenant against one store."""
 
     def __init__(self, store: Store, settings: Settings, *, tenant: str | None = None):
+        from affidavit.identity.exclusion_check import check_ingest_excludes
+
+        # Every ingestion path (CLI, service, queue worker, requalify) builds an Ingestor:
+        # under [sire] require_excludes none proposes SIRE that would exclude nothing.
+        check_ingest_excludes(settings)
         self.store = store
         self.settings = settings
         self.tenant = tenant or settings.tenant
@@ -170,7 +184,7 @@ class Ingestor:
         self.label_epoch = serving_epoch(settings, self.tenant)
         self.classifier = ModelParagraphClassifier.from_settings(settings.sensitivity.model,
                                                                  self.policy)
-        self._overrides: dict[str, dict[int, str]] | None = None
+        self._overrides: dict[str, tuple[LabelOverride, ...]] | None = None
         self._moves: Moves | None = None
         # The links each version committed by this run was parsed with, by version id:
         # link resolution at the end of the run reads them here instead of parsing again.
@@ -184,7 +198,7 @@ class Ingestor:
     def run(self, sources: Iterable[Transport], *, progress: ProgressCallback | None = None,
             listing: str | None = None, wait_seconds: float = 0.0,
             on_wait: Callable[[str], None] | None = None,
-            run_id: str | None = None) -> RunSummary:
+            run_id: str | None = None, submitter: Submitter | None = None) -> RunSummary:
         """Ingest every document the sources list (as run ``run_id`` when given: the
         service names a run before it starts).
 
@@ -195,20 +209,26 @@ class Ingestor:
         One run per tenant at a time (:mod:`affidavit.ingest_lock`): while another run holds
         the tenant, this one waits up to ``wait_seconds``, telling ``on_wait`` once, then
         raises :class:`~affidavit.errors.RunInProgress` without having started.
+
+        ``submitter`` is the verified principal a service submission acts for: each of its
+        documents supersedes a head only as :mod:`affidavit.supersession` admits.
         """
         with holding_ingest_lock(self.store, self.tenant, wait_seconds=wait_seconds,
                                  on_wait=on_wait):
-            return self._run_holding_lock(sources, progress, listing, run_id)
+            return self._run_holding_lock(sources, progress, listing, run_id, submitter)
 
     def _run_holding_lock(self, sources: Iterable[Transport],
                           progress: ProgressCallback | None, listing: str | None,
-                          run_id: str | None = None) -> RunSummary:
+                          run_id: str | None = None,
+                          submitter: Submitter | None = None) -> RunSummary:
         summary = RunSummary(run_id=run_id or "run-" + uuid.uuid4().hex[:16])
+        gate = None if submitter is None else SupersessionGate(self.store, self.settings,
+                                                               self.tenant, submitter)
         self._overrides = None  # overrides recorded since the last run are in force now
         self._close_interrupted_runs()
         self.store.start_run(self.tenant, summary.run_id, at=_now(), params_json=canonical_json(
             {"epoch": self.epoch, "pid": os.getpid(), "host": socket.gethostname(),
-             "listing": listing}))
+             "listing": listing, **(submitter.to_params() if submitter else {})}))
         seen: list[str] = []
         self._moves = Moves(self.store, self.tenant, listing)
         guard = PromotionGuard.start(self) if self._locks_boundary() else None
@@ -220,7 +240,7 @@ class Ingestor:
                     for document in fetched(source.list_documents()):
                         if self._moves.defer(document):
                             continue  # a move, if its old path disappeared (identity.moves)
-                        outcome = self.ingest_one(document, summary.run_id)
+                        outcome = self.ingest_one(document, summary.run_id, gate)
                         record_document(outcome.status)
                         summary.outcomes.append(outcome)
                         seen.append(outcome.node_id or node_id_for(document.source_system,
@@ -229,7 +249,7 @@ class Ingestor:
                             progress(len(summary.outcomes), outcome)
             with self.store.batched():
                 for document in self._moves.settle(seen):
-                    outcome = self.ingest_one(document, summary.run_id)
+                    outcome = self.ingest_one(document, summary.run_id, gate)
                     record_document(outcome.status)
                     summary.outcomes.append(outcome)
                     seen.append(outcome.node_id or node_id_for(document.source_system,
@@ -341,13 +361,16 @@ class Ingestor:
     @traced("ingest.document", lambda o: {"affidavit.status": o.status,
                                           "affidavit.reason_code": o.reason_code or "",
                                           "affidavit.chunks": o.chunks})
-    def ingest_one(self, document: SourceDocument, run_id: str) -> DocumentOutcome:
+    def ingest_one(self, document: SourceDocument, run_id: str,
+                   gate: SupersessionGate | None = None) -> DocumentOutcome:
+        """Derive and commit one document (quarantined, with its reason, when it cannot
+        be); a submitted one (``gate``) supersedes a head only as the gate admits."""
         identity: _Identity | None = None
         try:
             if document.rejection is not None:
                 raise InputRejected(*document.rejection)
             identity = self._identify(document)
-            return self._derive_and_commit(document, identity, run_id)
+            return self._derive_and_commit(document, identity, run_id, gate)
         except InputRejected as exc:
             outcome = DocumentOutcome(document.alias, document.source_id, QUARANTINED,
                                       exc.reason_code, exc.detail)
@@ -385,10 +408,14 @@ class Ingestor:
                          moved_to or node_id_for(document.source_system, source_id))
 
     def _derive_and_commit(self, document: SourceDocument, identity: _Identity,
-                           run_id: str) -> DocumentOutcome:
+                           run_id: str, gate: SupersessionGate | None = None
+                           ) -> DocumentOutcome:
         extracted, metadata = identity.extracted, identity.metadata
         source_id, node_id = identity.source_id, identity.node_id
         outcome = DocumentOutcome(document.alias, source_id, INGESTED, node_id=node_id)
+        # Before anything that could tell the submitter about the head (unchanged, drift,
+        # a path collision): a submission it may not make is refused the same way.
+        superseding = gate.admit(node_id) if gate is not None else None
         owner = self.store.identity_owner(self.tenant, node_id)
         if owner is not None and owner != document.alias:
             # Another path holds this source id: never taken over silently. The store
@@ -403,13 +430,16 @@ class Ingestor:
                               resolver_version=RESOLVER_VERSION, model_id=model_id,
                               prompt_hash=prompt_hash)
         metadata_json = canonical_json({**metadata.to_dict(), "source_id": source_id,
-                                        "acl": list(acl)})
+                                        "acl": list(acl),
+                                        DROPPED_KEY: self._dropped(extracted, metadata,
+                                                                   document.alias)})
         if self._overrides is None:  # read once per run: the trail is replayed, not queried
-            self._overrides = all_recorded_overrides(self.store, self.tenant)
-        overrides = self._overrides.get(node_id, {})
-        # A recorded label override changes the labels: the document is derived again.
-        fingerprint = stable_hash("fingerprint", raw_digest, metadata_json, witness,
-                                  *filter(None, [overrides_digest(overrides)]))
+            self._overrides = overrides_in_force(self.store, self.tenant)
+        overrides = self._overrides.get(node_id, ())
+        # A recorded label override changes the labels: the document is derived again. One
+        # whose paragraph text is gone changes nothing; it lapses when the document is.
+        fingerprint = stable_hash("fingerprint", raw_digest, metadata_json, witness, *filter(
+            None, [overrides_digest(present_in(extracted, overrides))]))
         head = self.store.head(self.tenant, node_id)
         if head is not None and head.fingerprint == fingerprint:
             outcome.status = UNCHANGED
@@ -423,13 +453,20 @@ class Ingestor:
                         thresholds=self.settings.drift)
         version_id = self._unused_version_id(
             version_id_for(node_id, raw_digest, stable_hash(metadata_json), witness), head)
-        bundle = self._bundle(document, extracted, metadata, source_id, node_id, version_id,
-                              acl, raw_digest, witness, metadata_json, fingerprint, run_id,
-                              overrides)
+        bundle, lapsed = self._bundle(document, extracted, metadata, source_id, node_id,
+                                      version_id, acl, raw_digest, witness, metadata_json,
+                                      fingerprint, run_id, overrides)
         approved = (approved_before(self.store, self.tenant, restoring or head.version_id)
                     if head else None)
+        if gate is not None:
+            bundle = replace(bundle, submitted_by=gate.submitter.principal)
         with stage("index.commit", {"affidavit.chunks": len(bundle.chunks)}):
             self.store.commit_version(bundle)
+        if gate is not None and superseding is not None:
+            gate.record(superseding, bundle)
+        # Overrides that no longer match their paragraph lapse once the version that
+        # dropped them is in (affidavit.bindings).
+        record_lapses(self.store, self.tenant, lapsed)
         # An approval binds to the proposal: an identical one keeps it (identity.carry_over).
         carry_over_commit(self.store, self.tenant, approved, bundle, at=_now())
         outcome.chunks = len(bundle.chunks)
@@ -437,6 +474,15 @@ class Ingestor:
         record_derived(self.store, self.tenant, self.settings, document.alias, extracted.links,
                        tokens=sum(bundle.chunk_lengths.values()))
         return outcome
+
+    def _dropped(self, extracted: ExtractedDocument, metadata: DocumentMetadata,
+                 alias: str) -> list[dict[str, str | None]]:
+        """Labels of what the extractor dropped: the original file carries it too."""
+        declared = metadata.classification.upper() if metadata.classification else None
+        declared = effective_declared(self.policy, declared, self.settings.sensitivity.inherit,
+                                      alias)
+        return label_dropped(extracted.dropped, policy=self.policy, declared=declared,
+                             path=alias)
 
     def _unused_version_id(self, version_id: str, head: HeadInfo | None) -> str:
         """A restore of bytes the node had before is a new version superseding the head,
@@ -466,13 +512,15 @@ class Ingestor:
                 metadata: DocumentMetadata, source_id: str, node_id: str, version_id: str,
                 acl: tuple[str, ...], raw_digest: str, witness: str, metadata_json: str,
                 fingerprint: str, run_id: str,
-                overrides: dict[int, str] | None = None) -> VersionBundle:
+                overrides: tuple[LabelOverride, ...] = ()
+                ) -> tuple[VersionBundle, tuple[LapsedOverride, ...]]:
         declared = metadata.classification.upper() if metadata.classification else None
         inherit = self.settings.sensitivity.inherit
         with stage("classify", {"affidavit.paragraphs": len(extracted.paragraphs)}):
-            labels = label_document(extracted, policy=self.policy, declared=declared,
-                                    path=document.alias, inherit=inherit,
-                                    classifier=self.classifier, overrides=overrides)
+            labelled = label_bound(extracted, policy=self.policy, declared=declared,
+                                   path=document.alias, inherit=inherit,
+                                   classifier=self.classifier, overrides=overrides)
+        labels = labelled.labels
         declared = effective_declared(self.policy, declared, inherit, document.alias)
         segments = build_segments(extracted, labels)
         drafts = chunk_document(extracted, segments, settings=self.settings.chunking,
@@ -505,7 +553,7 @@ class Ingestor:
                 fallback=self.policy.default_level))
         now = _now()
         paragraphs = {p.index: p for p in extracted.paragraphs}
-        return VersionBundle(
+        return VersionBundle(  # with the overrides that lapsed
             tenant=self.tenant, node_id=node_id, version_id=version_id, fingerprint=fingerprint,
             blob=RawBlob(raw_digest, document.content, document.source_system, source_id,
                          document.source_rev, now),
@@ -515,7 +563,7 @@ class Ingestor:
                                    for pl in labels),
             chunks=chunks, postings=postings, chunk_lengths=lengths, acl_tokens=acl, sire=sire,
             witness=witness, run_id=run_id, created_at=now, label_epoch=self.label_epoch,
-        )
+        ), labelled.lapsed
 
     @staticmethod
     def _chunk(draft: ChunkDraft, chunk_id: str, node_id: str, version_id: str,

@@ -11,7 +11,8 @@ def test_all_names_exist_and_public_names_are_exported() -> None:
     modules = {"atoms", "attribution", "citations", "claims", "compiler", "evaluate",
                "evidence", "facts", "faq", "gate", "guard", "layers", "openai", "providers",
                "relevance", "check", "nli", "representation", "local", "control_tokens",
-               "echo_alignment", "extractive", "quantities",
+               "echo_alignment", "ask_options", "proof", "extractive", "quantities", "bearing",
+               "context_budget",
                "stability", "support", "template", "text", "verify"}
     public = {name for name in vars(affidavit.answer)
               if not name.startswith("_") and name not in modules}

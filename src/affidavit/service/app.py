@@ -9,6 +9,7 @@ with ``Depends(caller_for("permission"))``; they never read a principal from a b
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,6 +32,7 @@ from affidavit.service import (
     ledger_routes,
     metrics_routes,
     query_routes,
+    readiness_routes,
     refs_routes,
     stream_routes,
 )
@@ -48,7 +50,7 @@ ROUTERS: tuple[APIRouter, ...] = (query_routes.router, stream_routes.router,
                                   ledger_routes.router, document_routes.router,
                                   ingest_routes.router, admin_routes.router,
                                   refs_routes.router, console.router, metrics_routes.router,
-                                  health_routes.router)
+                                  health_routes.router, readiness_routes.router)
 
 DESCRIPTION = """A governed retrieval-augmented generation engine over HTTP.
 
@@ -105,8 +107,13 @@ def store_opener_for(settings: Settings, base: Path) -> Callable[[], Store]:
                               settings=settings.store)
 
 
+SERVED_TENANT_VARIABLE = "AFFIDAVIT_SERVED_TENANT"
+"""The tenant ``affidavit serve`` serves, for its workers: applied as its --tenant was."""
+
+
 def app_from_environment() -> FastAPI:
     """The application uvicorn builds in each worker (``affidavit serve`` sets the
-    environment: ``AFFIDAVIT_CONFIG``, ``AFFIDAVIT_DB``, ``AFFIDAVIT_TENANT``)."""
-    settings = config_module.load(None)
+    environment: ``AFFIDAVIT_CONFIG``, ``AFFIDAVIT_DB``, ``AFFIDAVIT_SERVED_TENANT``)."""
+    settings = config_module.load(None, overrides={"tenant": os.environ.get(
+        SERVED_TENANT_VARIABLE)})
     return create_app(settings, store_opener_for(settings, Path.cwd()))

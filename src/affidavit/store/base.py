@@ -47,6 +47,9 @@ class VersionBundle:
     created_at: str
     # the sensitivity policy its chunk labels were computed under (classify.epoch)
     label_epoch: str = ""
+    # the principal that submitted it over the service (None: an operator's ingest); kept
+    # as the node's owner when this is its first version (affidavit.supersession)
+    submitted_by: str | None = None
 
 
 CHUNK_INSERT_COLUMNS = (
@@ -387,6 +390,11 @@ class Store(Protocol):
         """
         ...
 
+    def first_submitter(self, tenant: str, node_id: str) -> str | None:
+        """The principal that submitted the node's first version over the service: its
+        owner. None for a node an operator ingested, or claimed before owners were kept."""
+        ...
+
     def resolve_identity(self, tenant: str, resolution: IdentityResolution) -> None:
         """Record an operator's decision (append-only); a take-over hands the node to the
         claimant. Refused with InputRejected when the owner is no longer
@@ -396,15 +404,20 @@ class Store(Protocol):
     def list_identity_resolutions(self, tenant: str) -> list[IdentityResolution]: ...
 
     # ---- authorization data --------------------------------------------------------
-    def add_tuple(self, tenant: str, rel: RelationTuple, *, at: str) -> bool: ...
+    # Each tuple or grant change appends its policy event (by ``actor``) in the change's
+    # own transaction (affidavit.audit): a row the trail did not put there grants nothing.
+    def add_tuple(self, tenant: str, rel: RelationTuple, *, at: str,
+                  actor: str = ...) -> bool: ...
 
-    def remove_tuple(self, tenant: str, rel: RelationTuple) -> bool: ...
+    def remove_tuple(self, tenant: str, rel: RelationTuple, *, actor: str = ...) -> bool: ...
 
     def list_tuples(self, tenant: str) -> list[RelationTuple]: ...
 
-    def grant(self, tenant: str, subject: str, labels: Sequence[str], *, at: str) -> int: ...
+    def grant(self, tenant: str, subject: str, labels: Sequence[str], *, at: str,
+              actor: str = ...) -> int: ...
 
-    def revoke(self, tenant: str, subject: str, labels: Sequence[str]) -> int: ...
+    def revoke(self, tenant: str, subject: str, labels: Sequence[str], *,
+               actor: str = ...) -> int: ...
 
     def list_grants(self, tenant: str) -> dict[str, tuple[str, ...]]: ...
 
@@ -440,14 +453,17 @@ class Store(Protocol):
         ...
 
     # ---- service API keys (hashes only) ----------------------------------------------
-    def add_api_key(self, tenant: str, record: ApiKeyRecord) -> None: ...
+    def add_api_key(self, tenant: str, record: ApiKeyRecord, *, actor: str = ...) -> None:
+        """Store a key and append its ``api_key.create`` event in one transaction."""
+        ...
 
     def get_api_key(self, tenant: str, key_id: str) -> ApiKeyRecord | None: ...
 
     def list_api_keys(self, tenant: str) -> list[ApiKeyRecord]: ...
 
-    def revoke_api_key(self, tenant: str, key_id: str, *, at: str) -> bool:
-        """Mark the key revoked; False when there is no unrevoked key with that id."""
+    def revoke_api_key(self, tenant: str, key_id: str, *, at: str, actor: str = ...) -> bool:
+        """Mark the key revoked, with its ``api_key.revoke`` event in the same transaction;
+        False when there is no unrevoked key with that id."""
         ...
 
     # ---- policy events (affidavit.audit) -------------------------------------------
@@ -468,15 +484,18 @@ class Store(Protocol):
     def add_reference(self, tenant: str, reference: Reference) -> None: ...
 
     def references_touching(self, tenant: str, node_ids: Sequence[str], *, direction: str,
-                            labels: Collection[str], limit: int) -> list[Reference]:
+                            labels: Collection[str], limit: int,
+                            viewer: str = "") -> list[Reference]:
         """References whose classification is in ``labels`` and that leave (``out``),
-        reach (``in``) or touch (``both``) one of ``node_ids``; oldest first."""
+        reach (``in``) or touch (``both``) one of ``node_ids``; oldest first. A citation
+        comes back only when ``viewer`` asked its answer (none without a viewer)."""
         ...
 
     def search_references(self, tenant: str, text: str, *, labels: Collection[str],
-                          limit: int) -> list[Reference]:
-        """References whose classification is in ``labels`` and whose label or reason
-        contains ``text`` (case-insensitive); oldest first."""
+                          limit: int, viewer: str = "") -> list[Reference]:
+        """References whose classification and text label are in ``labels`` and whose
+        label or reason contains ``text`` (case-insensitive); oldest first. Citations as
+        in :meth:`references_touching`."""
         ...
 
     # ---- ledger --------------------------------------------------------------------

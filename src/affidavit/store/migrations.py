@@ -550,4 +550,18 @@ CREATE TRIGGER sire_{event.lower()}_policy_generation AFTER {event} ON sire
 BEGIN INSERT INTO policy_generations VALUES ({row}.tenant_id, 1)
       ON CONFLICT (tenant_id) DO UPDATE SET generation = generation + 1; END;
 """ for event, row in (("INSERT", "NEW"), ("DELETE", "OLD"), ("UPDATE", "NEW")))),
+    Migration(23, "reference_text_labels", """
+-- The text written with a reference (its reason, label and location detail) gets a label of
+-- its own, found by the detectors: a reader not granted it sees the reference with that text
+-- withheld. A row stored before took that text's label into its classification, so the
+-- classification is a safe label for its text.
+ALTER TABLE refs ADD COLUMN text_label TEXT;
+UPDATE refs SET text_label = classification;
+"""),
+    Migration(22, "document_submitters", """
+-- The principal that submitted a node's first version over the service: its owner, who
+-- (with an administrator) alone may supersede it (affidavit.supersession). NULL for a node
+-- an operator ingested, or one claimed before submitters were kept.
+ALTER TABLE identity_claims ADD COLUMN submitted_by TEXT;
+"""),
 )

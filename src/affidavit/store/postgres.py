@@ -182,7 +182,7 @@ class PostgresStore(PostgresIngestLocks, GovernanceTables, VectorTables, ApiKeyT
                             (t, bundle.version_id)).fetchone():
                 raise StoreError(f"version {bundle.version_id} is already stored")
             claim_identity(conn, t, bundle.node_id, bundle.blob.source_id, bundle.alias,
-                           bundle.created_at)
+                           bundle.created_at, bundle.submitted_by)
             _write_blob_and_node(conn, bundle)
             _write_version_rows(conn, bundle)
             previous = _move_head(conn, t, bundle.node_id, bundle.version_id,

@@ -540,6 +540,20 @@ BEGIN
 END $$;
 """
 
+# See the SQLite migration "reference_text_labels". The owner fills the column for every
+# tenant with row-level security lifted for the migration's transaction (secure_tables
+# forces it again at its end).
+_REFERENCE_TEXT_LABELS = f"""
+ALTER TABLE refs NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE refs ADD COLUMN text_label {_T};
+UPDATE refs SET text_label = classification;
+"""
+
+# See the SQLite migration "document_submitters".
+_DOCUMENT_SUBMITTERS = f"""
+ALTER TABLE identity_claims ADD COLUMN submitted_by {_T};
+"""
+
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial_schema", _INITIAL_SCHEMA),
     Migration(2, "ingest_queue", _INGEST_QUEUE),
@@ -557,6 +571,8 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(16, "sire_policy_generation", _SIRE_POLICY_GENERATION),
     Migration(17, "postings_version", _POSTINGS_VERSION),
     Migration(18, "vectors_version", _VECTORS_VERSION),
+    Migration(22, "reference_text_labels", _REFERENCE_TEXT_LABELS),
+    Migration(21, "document_submitters", _DOCUMENT_SUBMITTERS),
 )
 
 TENANT_TABLES: tuple[str, ...] = (

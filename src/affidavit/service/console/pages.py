@@ -15,9 +15,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import RedirectResponse, Response
 
-from affidavit.errors import AffidavitError, InputRejected, NotFound
+from affidavit.errors import AffidavitError, InputRejected
+from affidavit.original import original_file, original_offer
 from affidavit.query import new_request_id
-from affidavit.reader import OriginalWithheld, original_file
 from affidavit.service.console.render import SECURITY_HEADERS, html, page, who
 from affidavit.service.console.session import (
     COOKIE,
@@ -165,12 +165,13 @@ async def reader(request: Request, doc_id: str, chunk: str | None = None) -> Res
         caller = visitor.credential
         view = await service_state(request).call(
             caller, lambda engine: document(engine, caller, doc_id))
-        pdf = any(s.page is not None for s in view.sections)
-        link: str | None = None
-        if view.complete:
-            link = "Download the original"
-        elif pdf:
-            link = "Download the original without the pages you may not read"
+        # The download's own decision (affidavit.original), not the view's completeness:
+        # the file carries more than the chunks shown.
+        offer = await service_state(request).call(
+            caller, lambda engine: original_offer(engine, caller.principal, doc_id))
+        link = {"whole": "Download the original",
+                "copy": "Download the original without the pages and document details "
+                        "you may not read"}.get(offer)
         return html("document.html", me=await who(request, caller), visitor=visitor,
                     doc=view, focus=chunk, original_link=link)
     return await page(request, "search", build)
@@ -180,11 +181,8 @@ async def reader(request: Request, doc_id: str, chunk: str | None = None) -> Res
 async def reader_original(request: Request, doc_id: str) -> Response:
     async def build(visitor: Visitor) -> Response:
         caller = visitor.credential
-        try:
-            original = await service_state(request).call(
-                caller, lambda engine: original_file(engine, caller.principal, doc_id))
-        except OriginalWithheld as exc:
-            raise NotFound(str(exc)) from None
+        original = await service_state(request).call(
+            caller, lambda engine: original_file(engine, caller.principal, doc_id))
         headers: dict[str, Any] = {
             "Content-Disposition": f'attachment; filename="{original.filename}"',
             REMOVED_PAGES_HEADER: ",".join(str(p) for p in original.removed_pages),
