@@ -10,9 +10,11 @@ stays the one front door and a subclass may still wrap them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from affidavit.answer import (
+    EvidenceItem,
     GuardedProvider,
     LLMProvider,
     ProviderRequest,
@@ -26,11 +28,15 @@ from affidavit.answer import (
     verify_claims,
 )
 from affidavit.answer import evidence_from_chunk as evidence_from
+from affidavit.answer.ask_options import DEEP_REASONING, RELIABILITY
+from affidavit.answer.bearing import BEARING_RULE, claims_beside_the_question
+from affidavit.answer.context_budget import fit_evidence
 from affidavit.answer.gate import shown_answer
-from affidavit.answer.layers import provider_tier
+from affidavit.answer.layers import NO_MODEL, provider_tier
+from affidavit.answer.proof import proof_depth
 from affidavit.answer.relevance import evidence_texts, question_coverage
 from affidavit.classify.derived import model_labels, restricted_derived
-from affidavit.config import RESTRICTED
+from affidavit.config import RESTRICTED, ProviderSettings
 from affidavit.errors import ProviderError, RestrictedContentError
 from affidavit.identity import sire_shown_to
 from affidavit.identity.sire_labels import withhold_subjects
@@ -39,6 +45,8 @@ from affidavit.records import ScoredChunk
 from affidavit.references.citations import citation_drafts
 from affidavit.retrieval import ProviderListwiseJudge, rerank, restricted_exit, sire_gate
 from affidavit.retrieval.compliance import EvidenceSubject, score_query
+from affidavit.retrieval.gates import GateResult
+from affidavit.retrieval.subject_scope import subject_scope_gate
 from affidavit.telemetry import AttributeValue, add_evaluation, stage, traced
 
 if TYPE_CHECKING:
@@ -50,8 +58,11 @@ if TYPE_CHECKING:
 def answer(engine: Engine, trace: _Trace, candidates: Sequence[ScoredChunk]) -> AskResult:
     active = engine.store.active_sire(engine.tenant, [c.chunk.version_id for c in candidates])
     sire = sire_gate(candidates, active)
+    gates = [sire]
+    if trace.options is not None and trace.options.subject_scope:
+        gates.append(subject_scope_gate(sire.kept, active, trace.options.subject_scope))
     # Undeclared labels never go on toward a model; RESTRICTED keeps its two exits.
-    egress = engine.egress.gate(sire.kept)
+    egress = engine.egress.gate(gates[-1].kept)
     trace.record["egress"] = {**engine.egress.to_dict(), "gate": egress.to_dict()}
     ranked = list(egress.kept)
     if engine.settings.retrieval.rerank:
@@ -65,7 +76,7 @@ def answer(engine: Engine, trace: _Trace, candidates: Sequence[ScoredChunk]) -> 
     context = restricted_exit(ranked, limit=engine.settings.answer.max_evidence)
     trace.record["plausibility"] = engine._plausibility(trace.question, context.kept,
                                                       trace.record.get("boundary"))
-    trace.record["gates"] = [sire.to_dict(), context.to_dict()]
+    trace.record["gates"] = [*(gate.to_dict() for gate in gates), context.to_dict()]
     # SIRE terms are derived text: the record keeps only those the asker may see.
     granted = frozenset(trace.record["authz"]["granted_labels"])
     trace.record["sire"] = {
@@ -83,6 +94,7 @@ def answer(engine: Engine, trace: _Trace, candidates: Sequence[ScoredChunk]) -> 
     for_model = model_labels(frozenset(trace.record["authz"]["granted_labels"]),
                              engine.egress.answer_labels)
     evidence = [evidence_from(c, for_model) for c in context.kept]
+    evidence = _fit_to_context(engine, trace, evidence)
     prompt = compile_prompt(trace.question, evidence, role=trace.role,
                             template=engine.template)
     trace.record["prompt"] = {"template_version": prompt.template_version,
@@ -96,7 +108,7 @@ def answer(engine: Engine, trace: _Trace, candidates: Sequence[ScoredChunk]) -> 
     # Spec 003 tiers: how deep the model-side proof can go (L4 only in process).
     trace.record["tier"] = provider_tier(engine.provider)
     if not evidence:
-        return engine._refuse(trace, "NO_EVIDENCE")
+        return engine._refuse(trace, _why_no_evidence(sire, candidates))
     trace.record["evidence"] = [item.to_dict() for item in prompt.evidence]
     request = ProviderRequest(prompt=prompt,
                               max_sentences=engine.settings.answer.max_answer_sentences)
@@ -107,6 +119,36 @@ def answer(engine: Engine, trace: _Trace, candidates: Sequence[ScoredChunk]) -> 
         return engine._refuse(trace, f"RESTRICTED_GUARD: {exc}")
     except ProviderError as exc:
         return engine._refuse(trace, f"PROVIDER_FAILED: {exc}")
+
+
+def _why_no_evidence(sire: GateResult, candidates: Sequence[ScoredChunk]) -> str:
+    """``NO_EVIDENCE``, or ``AWAITING_SIRE_APPROVAL:<n>`` when ``n`` documents the asker may
+    read matched but have no ACTIVE SIRE yet: retrieval is authz-prefiltered, so the count
+    is of readable documents only and says nothing about what the asker may not see."""
+    unapproved = {d.chunk_id for d in sire.dropped if d.reason == "NO_ACTIVE_SIRE"}
+    versions = {c.chunk.version_id for c in candidates if c.chunk.chunk_id in unapproved}
+    return f"AWAITING_SIRE_APPROVAL:{len(versions)}" if versions else "NO_EVIDENCE"
+
+
+def _fit_to_context(engine: Engine, trace: _Trace,
+                    evidence: list[EvidenceItem]) -> list[EvidenceItem]:
+    """The evidence whose prompt leaves room for the answer in a server model's context
+    window ([provider] context_window), lowest-ranked dropped first; the ledger says how
+    many were dropped (answer.context_budget)."""
+    if engine.provider.name != "openai":
+        return evidence
+    settings = engine.settings.provider
+
+    def render(items: Sequence[EvidenceItem]) -> str:
+        return compile_prompt(trace.question, list(items), role=trace.role,
+                              template=engine.template).text
+
+    kept, fitted = fit_evidence(evidence, render, context_window=settings.context_window,
+                                max_tokens=settings.max_tokens)
+    trace.record["context_budget"] = {**fitted.to_record(),
+                                      "context_window": settings.context_window,
+                                      "max_tokens": settings.max_tokens}
+    return list(kept)
 
 
 @traced("query.verify", lambda r: {"affidavit.output_state": r.output_state,
@@ -122,7 +164,7 @@ def verify_and_emit(engine: Engine, trace: _Trace, request: ProviderRequest,
     # Model-side layers (L1, contrastive, L3) where the provider offers them; each is
     # recorded as evaluated or unavailable, and the ledger keeps what the tier allowed.
     inputs = evaluate_layers(guarded, request, response, answer, claims,
-                             engine.settings.provider, role=trace.role)
+                             _profile_settings(engine, trace), role=trace.role)
     # The trained entailment layer runs in process on the evidence already shown to the
     # model (no call leaves the process); unavailable without the nli extra.
     from affidavit.answer.nli import nli_input
@@ -137,8 +179,14 @@ def verify_and_emit(engine: Engine, trace: _Trace, request: ProviderRequest,
     relevance = question_coverage(request.prompt.question, evidence_texts(evidence),
                                   compliance=trace.record.get("compliance"))
     trace.record["relevance"] = relevance.to_dict()
+    required = engine.settings.gate.required()
+    beside = claims_beside_the_question(request.prompt.question, claims)
+    trace.record["bearing"] = {"rule": BEARING_RULE, "beside_the_question": list(beside)}
     decision = decide(verdicts, role=trace.role, evidence_count=len(evidence),
-                      stripped_citations=stripped, relevance=relevance)
+                      stripped_citations=stripped, relevance=relevance,
+                      required_layers=required, beside_the_question=beside)
+    trace.record["proof"] = {"tier": trace.record.get("tier"),
+                             **proof_depth(verdicts, required).to_dict()}
     claim_dicts = [{
         "index": v.claim.index, "text": v.claim.text, "start": v.claim.start,
         "end": v.claim.end, "status": v.status, "support": v.support,
@@ -165,9 +213,41 @@ def verify_and_emit(engine: Engine, trace: _Trace, request: ProviderRequest,
     final = shown_answer(decision, answer, len(claims))
     trace.record.update({"stripped_citations": list(stripped), "claims": claim_dicts,
                          "gate_reasons": list(decision.reasons)})
+    if decision.output_state == "REQUIRES_SPEC":
+        # A refused answer shows its refusal and the evidence that was there, never the
+        # draft's claims (the ledger keeps them for operators); evidence that does not
+        # address the question is not shown as if it did.
+        claim_dicts = []
+        citations = [] if not relevance.addressed else [{"src": e.src, "doc_id": e.node_id, "chunk_id": e.chunk_id,
+                      "title": caller_view[e.chunk_id].title,
+                      "locator": caller_view[e.chunk_id].chunk.locator}
+                     for e in evidence if e.chunk_id in caller_view]
     return engine._emit(trace, decision.output_state, final,
                         [] if blocked else claim_dicts, [] if blocked else citations,
                         list(decision.reasons))
+
+
+def _profile_settings(engine: Engine, trace: _Trace) -> ProviderSettings:
+    """The provider settings the request's inference profile evaluates with, recorded:
+    deep_reasoning asks for ``[answer] deep_reasoning_draws`` stability draws where a model
+    can be sampled; with no model there is nothing to draw and nothing changes."""
+    settings = engine.settings.provider
+    profile = trace.options.inference_profile if trace.options else RELIABILITY
+    draws = settings.stability_draws
+    effect = "none: the configured decode and evaluation parameters"
+    if profile == DEEP_REASONING:
+        if trace.role == "advisory":
+            effect = "none: the advisory role is evaluated at L1-L2 only"
+        elif trace.record.get("tier") == NO_MODEL:
+            effect = "none: the provider has no model to sample stability draws from"
+        elif engine.settings.answer.deep_reasoning_draws > draws:
+            draws = engine.settings.answer.deep_reasoning_draws
+            effect = f"stability draws raised to {draws}"
+        else:
+            effect = f"none: {draws} stability draws are already configured"
+    trace.record["inference_profile"] = {"name": profile, "stability_draws": draws,
+                                         "effect": effect}
+    return replace(settings, stability_draws=draws)
 
 
 def plausibility(engine: Engine, question: str, evidence: Sequence[ScoredChunk],

@@ -126,8 +126,10 @@ def test_the_local_model_answers_with_real_l1_and_delta_and_the_record_replays(
     assert record["provider"]["model_id"].startswith("SmolLM2-135M-Instruct")
     assert record["provider"]["seed"] == 0 and record["provider"]["model_bytes"] > 0
     assert record["raw_response"].strip()
-    assert result.claims, result.answer
-    for claim in result.claims:
+    # The claims as verified, from the record (a refused answer shows its caller none).
+    claims = record["claims"]
+    assert claims, result.answer
+    for claim in claims:
         l1, delta = _layer(claim, "l1_confidence"), _layer(claim, "contrastive")
         assert isinstance(l1, float) and 0.0 < l1 <= 1.0
         # Scored with and without the evidence: the two sums never coincide exactly.
@@ -145,7 +147,8 @@ def test_the_local_model_answers_with_real_l1_and_delta_and_the_record_replays(
     # Same question, same settings, same seed: the same answer, draws and scores.
     again = workspace.ask("user:sam.reed", HOTEL)
     assert again.answer == result.answer and again.output_state == result.output_state
-    assert [c["layers"] for c in again.claims] == [c["layers"] for c in result.claims]
+    assert [c["layers"] for c in workspace.record(again)["claims"]] == \
+        [c["layers"] for c in claims]
     assert workspace.record(again)["raw_response"] == record["raw_response"]
 
 

@@ -14,6 +14,16 @@ Rules, first match wins:
 5. no claim VERIFIED -> REQUIRES_SPEC;
 6. otherwise PARTIAL.
 
+An asserted claim that bears on nothing the question asks (:mod:`affidavit.answer.bearing`)
+lowers AUTHORIZED to PARTIAL (``CLAIM_BESIDE_THE_QUESTION:<index>``): each claim may be
+true, but the answer as a whole is not what was asked.
+
+A layer the deployment requires (``[gate] required_layers``) that did not run over every
+asserted claim then lowers AUTHORIZED to PARTIAL (``REQUIRED_LAYER_NOT_RUN:<layer>``): the
+claims may be true, but not proven as deeply as this deployment demands. PARTIAL rather
+than REQUIRES_SPEC, because no narrower question would make the layer run: the gap is in
+the proof, not in the evidence.
+
 The advisory role then caps AUTHORIZED and PARTIAL at NARRATIVE_ONLY: an advisory answer
 can never be authoritative, whatever its evidence.
 """
@@ -26,6 +36,7 @@ from typing import Any
 
 from affidavit.answer.compiler import ROLES
 from affidavit.answer.facts import claim_conflicts
+from affidavit.answer.proof import proof_depth
 from affidavit.answer.relevance import QuestionCoverage
 from affidavit.answer.verify import PARTIALLY_VERIFIED, REFUSED, UNVERIFIED, VERIFIED, ClaimVerdict
 
@@ -49,6 +60,11 @@ _REFUSALS = (
                              "or answered."),
     ("NO_EVIDENCE", "No evidence available to you answers this question, so no answer is "
                     "given."),
+    ("AWAITING_SIRE_APPROVAL", "{count} document(s) you may read match this question, but none is "
+                               "approved for answers yet (its SIRE identity is still "
+                               "PROPOSED), so no answer is given. An approver can review them "
+                               "with `affidavit sire list` and approve them with `affidavit "
+                               "sire approve`."),
     ("QUESTION_NOT_ADDRESSED", "The evidence available to you does not address this "
                                "question, so no answer is given."),
     ("BOUNDARY_NON_COMPLIANT", "The evidence available to you does not address this "
@@ -83,9 +99,13 @@ def decide(
     evidence_count: int,
     stripped_citations: Sequence[str],
     relevance: QuestionCoverage | None = None,
+    required_layers: Sequence[str] = (),
+    beside_the_question: Sequence[int] = (),
 ) -> GateDecision:
     """The output state for an answer with these claim verdicts; ``relevance`` says whether
-    the evidence addresses the question (unknown when ``None``)."""
+    the evidence addresses the question (unknown when ``None``); ``required_layers`` are
+    the ledger names of the layers an AUTHORIZED answer needs; ``beside_the_question`` the
+    indexes of claims that bear on nothing asked."""
     stripped = len(set(stripped_citations))
     notes = [f"FABRICATED_CITATIONS_STRIPPED:{stripped}"] if stripped else []
     failure = _failed_closed(verdicts, role)
@@ -106,6 +126,14 @@ def decide(
         state, reasons = PARTIAL, (*conflicts, *reasons)
     elif conflicts:
         reasons = (*conflicts, *reasons)
+    asserted = {v.claim.index for v in verdicts if v.status != REFUSED}
+    beside = [i for i in beside_the_question if i in asserted]
+    if beside and state == AUTHORIZED:
+        state, reasons = PARTIAL, (*(f"CLAIM_BESIDE_THE_QUESTION:{i}" for i in beside),
+                                   *reasons)
+    missing = proof_depth(verdicts, required_layers).missing_required
+    if missing and state == AUTHORIZED:
+        state, reasons = PARTIAL, (*(f"REQUIRED_LAYER_NOT_RUN:{n}" for n in missing), *reasons)
     if role == "advisory" and state in (AUTHORIZED, PARTIAL):
         return GateDecision(NARRATIVE_ONLY, ("ADVISORY_ROLE_CEILING", *reasons, *notes))
     return GateDecision(state, (*reasons, *notes))
@@ -141,12 +169,17 @@ def _authoritative_state(
     return PARTIAL, (f"VERIFIED_CLAIMS:{verified}/{len(asserted)}", *refused)
 
 
-def shown_answer(decision: GateDecision, answer: str, claim_count: int) -> str:
+def shown_answer(decision: GateDecision, answer: str, claim_count: int, *,
+                 withhold_refused_drafts: bool = True) -> str:
     """What the asker is shown: the answer, or the governed refusal when the answer is
-    blocked, has no claims, or answers a question the evidence does not address."""
+    blocked, has no claims, answers a question the evidence does not address, or was
+    refused (REQUIRES_SPEC): a refused draft is not shown, not even tagged as unverified
+    (it stays in the ledger's raw response for operators). ``withhold_refused_drafts``
+    False is the rule of records decided before it (their replay)."""
     unaddressed = any(r.startswith(("QUESTION_NOT_ADDRESSED", "BOUNDARY_NON_COMPLIANT"))
                       for r in decision.reasons)
-    if decision.output_state == BLOCKED or not claim_count or unaddressed:
+    refused = withhold_refused_drafts and decision.output_state == REQUIRES_SPEC
+    if decision.output_state == BLOCKED or not claim_count or unaddressed or refused:
         return governed_refusal(decision)
     return answer
 
@@ -154,8 +187,10 @@ def shown_answer(decision: GateDecision, answer: str, claim_count: int) -> str:
 def governed_refusal(decision: GateDecision) -> str:
     """The text that replaces a withheld answer; it never quotes the evidence."""
     for prefix, text in _REFUSALS:
-        if any(reason.startswith(prefix) for reason in decision.reasons):
-            return text
+        for reason in decision.reasons:
+            if reason.startswith(prefix):
+                # a count the reason carries (of documents the asker may read) is said
+                return text.replace("{count}", reason.partition(":")[2] or "Some")
     if decision.output_state == BLOCKED:
         return _GOVERNANCE_REFUSAL
     return _UNVERIFIED_REFUSAL

@@ -93,6 +93,10 @@ class OpenAIProvider:
         if settings.max_retries < 0 or settings.timeout_seconds <= 0:
             raise ConfigurationError("need max_retries >= 0 and timeout_seconds > 0",
                                      key="provider")
+        if settings.max_tokens < 1 or settings.context_window < 0 or (
+                settings.context_window and settings.context_window <= settings.max_tokens):
+            raise ConfigurationError("need max_tokens >= 1 and a context_window of 0 "
+                                     "(unknown) or above max_tokens", key="provider")
         self.settings = settings
         self.model_id = settings.model
         self._base = settings.base_url.rstrip("/")
@@ -153,7 +157,8 @@ class OpenAIProvider:
         temperature = (self.settings.temperature if request.temperature is None
                        else request.temperature)
         body: dict[str, Any] = {"model": self.model_id, "messages": chat_messages(request.prompt),
-                                "temperature": temperature, "stream": stream}
+                                "temperature": temperature, "stream": stream,
+                                "max_tokens": self.settings.max_tokens}
         if self.settings.logprobs and not stream:
             body.update({"logprobs": True, "top_logprobs": 0})
         return body

@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from affidavit.answer.attribution import TokenScores
-from affidavit.answer.citations import LOOSE_SRC_PATTERN
 from affidavit.answer.compiler import CompiledPrompt
 from affidavit.answer.extractive import choose, render
 from affidavit.answer.relevance import evidence_texts, question_coverage
-from affidavit.answer.text import _sentence_spans, content_terms, normalize_space
 from affidavit.errors import InputRejected, ProviderError
 
 _THINK_BLOCK = re.compile(r"<think\b[^>]*>.*?</think\s*>", re.IGNORECASE | re.DOTALL)

@@ -40,6 +40,7 @@ from affidavit.answer import (
     strip_think_blocks,
     verify_claims,
 )
+from affidavit.answer.bearing import claims_beside_the_question
 from affidavit.answer.gate import shown_answer
 from affidavit.answer.relevance import evidence_texts, question_coverage
 from affidavit.authz import StoreAuthorizer
@@ -50,6 +51,7 @@ from affidavit.retrieval import restricted_exit, sire_gate
 from affidavit.retrieval.egress import ModelEgress
 from affidavit.retrieval.rerank import JUDGE_FAILED, LoggedJudge, rerank
 from affidavit.retrieval.scope import check_scope
+from affidavit.retrieval.subject_scope import subject_scope_gate
 from affidavit.store.base import Store
 
 Retrieve = Callable[[AuthzContext, str, int], Sequence[ScoredChunk]]
@@ -158,11 +160,15 @@ def _check_retrieval(run: _Replay, store: Store, settings: Settings, record: Map
     if not run.compare("retrieval", record.get("retrieved"), now):
         return
     active = store.active_sire(tenant, [c.chunk.version_id for c in candidates])
-    sire = sire_gate(candidates, active)
-    egress = ModelEgress.from_settings(settings).gate(sire.kept)
+    gates = [sire_gate(candidates, active)]
+    scope = (record.get("request") or {}).get("subject_scope")
+    if scope:  # the request's subject scope override, as logged
+        gates.append(subject_scope_gate(gates[0].kept, active, [str(s) for s in scope]))
+    egress = ModelEgress.from_settings(settings).gate(gates[-1].kept)
     ranked = _replay_rerank(run, settings, record, egress.kept)
     context = restricted_exit(ranked, limit=settings.answer.max_evidence)
-    run.compare("gates", record.get("gates"), [sire.to_dict(), context.to_dict()])
+    run.compare("gates", record.get("gates"),
+                [*(gate.to_dict() for gate in gates), context.to_dict()])
 
 
 def _replay_rerank(run: _Replay, settings: Settings, record: Mapping[str, Any],
@@ -297,14 +303,22 @@ def _check_verification(run: _Replay, record: Mapping[str, Any], evidence: list[
             compliance={"expected_from": "scope", "status": "NON_COMPLIANT", "score": 0.0}
             if logged_relevance.get("compliance") else None)
         run.compare("relevance", dict(logged_relevance), relevance.to_dict())
+    beside: tuple[int, ...] = ()
+    if isinstance(record.get("bearing"), Mapping):  # answers decided since the rule exists
+        beside = claims_beside_the_question(str(record["query"]), claims)
+        run.compare("bearing", record["bearing"].get("beside_the_question"), list(beside))
     decision = decide(verdicts, role=str(record["role"]), evidence_count=len(evidence),
-                      stripped_citations=stripped, relevance=relevance)
+                      stripped_citations=stripped, relevance=relevance,
+                      required_layers=settings.gate.required(), beside_the_question=beside)
     run.compare("stripped_citations", record.get("stripped_citations"), list(stripped))
     run.compare("claims", [_claim_view(c) for c in record.get("claims", [])],
                 [_claim_view(_verdict_dict(v)) for v in verdicts])
     run.compare("output_state", record.get("output_state"), decision.output_state)
     run.compare("gate_reasons", record.get("gate_reasons"), list(decision.reasons))
-    run.compare("answer", record.get("answer"), shown_answer(decision, answer, len(claims)))
+    # Records decided since the bearing rule also withhold refused drafts.
+    shown = shown_answer(decision, answer, len(claims),
+                         withhold_refused_drafts=isinstance(record.get("bearing"), Mapping))
+    run.compare("answer", record.get("answer"), shown)
 
 
 def _verdict_dict(verdict: Any) -> dict[str, Any]:
