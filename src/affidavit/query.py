@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         ProviderRequest,
         ProviderResponse,
     )
+    from affidavit.answer.ask_options import AskOptions
     from affidavit.answer.template import PromptTemplate
     from affidavit.identity.active import ActiveSireStates
     from affidavit.index.boundary import Boundary
@@ -180,6 +181,7 @@ class Engine:
             memory = MemoryIndex(SQLiteSnapshotSource(store), store)
         self.retriever = HybridRetriever.from_settings(store, settings, memory=memory)
         self._boundary_cache: tuple[int, Boundary | None] | None = None
+        self._stale_count: tuple[tuple[int, str], int] | None = None
         # The epochs in force for this engine: a chunk derived under another policy,
         # schema, resolver or classifier prompt is not served (index.epochs.serving_epoch),
         # and only declared labels' text is sent to a model.
@@ -262,18 +264,25 @@ class Engine:
                                      "affidavit.citations": len(r.citations)})
     def ask(self, principal: str | None, question: str, *, role: str | None = None,
             request_id: str | None = None, stream_to: TokenSink | None = None,
-            reference_depth: int = 0) -> AskResult:
+            reference_depth: int = 0, options: AskOptions | None = None) -> AskResult:
         """A governed, verified, ledgered answer. Every failure closes, and is recorded.
 
         ``request_id`` lets a caller name the request before it ends (the service answers a
         timed-out client with it); ``stream_to`` receives the draft while it is generated.
+        ``options`` are the request's model role, response mode, inference profile and
+        subject scope (:mod:`affidavit.answer.ask_options`); ``role`` alone is the older
+        way to give the model role.
         """
+        from affidavit.answer.ask_options import AskOptions
+        from affidavit.identity.exclusion_check import exclusion_gate_problem
         from affidavit.index.serving import boundary_entry
         from affidavit.retrieval.scope import check_scope
 
+        options = options or AskOptions(model_role=role)
         trace = _Trace(request_id=request_id or new_request_id(), question=question,
-                       principal=principal or "", role=role or self.settings.answer.role,
-                       stream_to=stream_to)
+                       principal=principal or "",
+                       role=options.role(self.settings.answer.role), stream_to=stream_to,
+                       options=options)
         trace.record["config_version"] = config_version(self.settings)
         trace.record["egress"] = self.egress.to_dict()
         scope = check_scope(question, self.settings.scope.out_of_scope_entities,
@@ -285,11 +294,19 @@ class Engine:
         except AuthorizationError as exc:
             return self._refuse(trace, f"AUTHORIZATION_FAILED: {exc}")
         trace.record["authz"] = authz.to_dict()
+        # [sire] require_excludes: an exclusion gate that excludes nothing is a governance
+        # component that does not work, so the request fails closed (spec 003 §11.3).
+        empty_gate = exclusion_gate_problem(self.store, self.settings, self.tenant)
+        if empty_gate is not None:
+            return self._refuse(trace, "EXCLUSION_GATE_EMPTY: [sire] require_excludes is "
+                                       "true and the tenant's SIRE exclusion gate excludes "
+                                       "nothing")
         trace.record["corpus_generation"] = self.store.corpus_generation(self.tenant)
         # The run whose boundary this answer is judged against; DEGRADED_BOUNDARY and the
         # documents it left out when it quarantined some (spec 003 §10.2).
         trace.record["boundary"] = boundary_entry(self.store, self.tenant)
-        faq = self._faq_match(authz, question)
+        # A vetted FAQ answer is not drawn from scoped evidence: a scoped request skips it.
+        faq = None if options.subject_scope else self._faq_match(authz, question)
         if faq is not None:
             return self._faq_answer(trace, faq)
         candidates = self.retriever.search(authz, question,
@@ -297,8 +314,9 @@ class Engine:
         # Why a document may be missing: derived under other epochs, it is withheld until
         # requalified; only the current embedding model's vectors are searched.
         backend = self.retriever.backend
-        trace.record["epochs"] = serving_state(self.store, self.tenant, self.label_epoch,
-                                               backend.model_id if backend else None)
+        trace.record["epochs"] = serving_state(
+            self.store, self.tenant, self.label_epoch, backend.model_id if backend else None,
+            stale_documents=self._stale_documents(trace.record["corpus_generation"]))
         if reference_depth > 0:
             from affidavit.retrieval.reference_expansion import expand_hits
 
@@ -346,28 +364,60 @@ class Engine:
         for resolution in self.store.list_identity_resolutions(self.tenant):
             if resolution.decision == TAKE_OVER:
                 taken_over[resolution.source_id] = resolution.resolved_at
+        def content_of(source_id: str) -> str | None:
+            # An entry binds to the bytes it was vetted against: its source's head version's.
+            ids = self.store.source_chunk_ids(self.tenant, source_id)
+            heads = [self.store.head(self.tenant, node) for node in
+                     {c.chunk.node_id for c in self.store.get_chunks(authz, ids)}]
+            digests = {head.raw_digest for head in heads if head is not None}
+            return digests.pop() if len(digests) == 1 else None
+
         return self.faq.match(question, can_read_source=can_read_source,
                               granted_labels=authz.granted_labels,
                               out_of_scope_entities=self.settings.scope.out_of_scope_entities,
-                              taken_over_at=taken_over.get)
+                              taken_over_at=taken_over.get, content_of=content_of)
 
     def _faq_answer(self, trace: _Trace, match: FaqMatch) -> AskResult:
         trace.record["faq"] = {"entry": match.entry.to_dict(), "kind": match.kind,
                                "similarity": match.similarity}
-        state = "NARRATIVE_ONLY" if trace.role == "advisory" else "AUTHORIZED"
-        return self._emit(trace, state, match.entry.answer, [], [], ["FAQ_SHORT_CIRCUIT"])
+        # A vetted answer has no claims to verify: no required proof layer ran over it.
+        missing = [f"REQUIRED_LAYER_NOT_RUN:{name}" for name in self.settings.gate.required()]
+        state = "PARTIAL" if missing else "AUTHORIZED"
+        if trace.role == "advisory":
+            state = "NARRATIVE_ONLY"
+        return self._emit(trace, state, match.entry.answer, [], [],
+                          ["FAQ_SHORT_CIRCUIT", *missing])
+
+    def _stale_documents(self, generation: int) -> int:
+        """Head documents derived under another serving epoch: a scan of every chunk row,
+        so it is counted once per corpus generation (every head move and restamp advances
+        it), not on every answer."""
+        key = (generation, self.label_epoch)
+        cached = self._stale_count
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        count = len(self.store.label_stale_heads(self.tenant, self.label_epoch))
+        self._stale_count = (key, count)
+        return count
 
     def _refuse(self, trace: _Trace, reason: str) -> AskResult:
         from affidavit.answer import GateDecision, governed_refusal
 
-        state = "REQUIRES_SPEC" if reason == "NO_EVIDENCE" else "BLOCKED"
+        state = ("REQUIRES_SPEC" if reason.startswith(("NO_EVIDENCE", "AWAITING_SIRE_APPROVAL"))
+                 else "BLOCKED")
         decision = GateDecision(output_state=state, reasons=(reason,))
         return self._emit(trace, state, governed_refusal(decision), [], [], [reason])
 
     def _emit(self, trace: _Trace, state: str, answer: str, claims: list[dict[str, Any]],
               citations: list[dict[str, Any]], reasons: list[str]) -> AskResult:
+        from affidavit.answer.proof import unproven
         from affidavit.references.citations import NO_CITATIONS
 
+        # Every record states its proof depth; one refused or answered before verification
+        # says that no layer ran.
+        trace.record.setdefault("proof", unproven(self.settings.gate.required(),
+                                                  "no claim was verified: " + reasons[0]
+                                                  if reasons else "no claim was verified"))
         trace.record.update({"output_state": state, "answer": answer, "citations": citations,
                              "reasons": reasons})
         entry = self.ledger.append(self.tenant, trace.request_id, trace.record,
@@ -394,6 +444,7 @@ class _Trace:
     principal: str
     role: str
     stream_to: TokenSink | None = None
+    options: AskOptions | None = None
     record: dict[str, Any] = field(default_factory=dict)
     # No citation drafts until the answer has some (the ledger writes what it is given).
     citations: CitationDrafts | None = None
@@ -401,3 +452,5 @@ class _Trace:
     def __post_init__(self) -> None:
         self.record.update({"request_id": self.request_id, "query": self.question,
                             "principal": self.principal, "role": self.role})
+        if self.options is not None:
+            self.record["request"] = self.options.to_dict()

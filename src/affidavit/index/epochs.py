@@ -128,12 +128,15 @@ def serving_epoch(settings: Settings, tenant: str | None = None) -> str:
 
 
 def serving_state(store: Store, tenant: str, serving: str,
-                  embedding_model: str | None) -> dict[str, Any]:
+                  embedding_model: str | None, *,
+                  stale_documents: int | None = None) -> dict[str, Any]:
     """What an answer records about the epochs it was served under: the key, how many
-    head documents were derived under another one (withheld until requalified) and the
-    embedding model whose vectors alone are searched."""
-    return {"serving": serving,
-            "stale_documents": len(store.label_stale_heads(tenant, serving)),
+    head documents were derived under another one (withheld until requalified; counted
+    here unless the caller kept the count for this corpus generation) and the embedding
+    model whose vectors alone are searched."""
+    stale = (len(store.label_stale_heads(tenant, serving)) if stale_documents is None
+             else stale_documents)
+    return {"serving": serving, "stale_documents": stale,
             "embedding_model": embedding_model or NO_EMBEDDING}
 
 

@@ -50,6 +50,7 @@ from affidavit.store.sqlite_lexical import (
 )
 from affidavit.store.sqlite_locks import SQLiteIngestLocks
 from affidavit.store.sqlite_policy import PolicyEventTables
+from affidavit.store.sqlite_readers import ReadConnections
 from affidavit.store.sqlite_references import ReferenceTables
 from affidavit.store.sqlite_rows import CHUNK_COLUMNS, chunk_record, row_chunk
 from affidavit.store.sqlite_texts import (
@@ -112,9 +113,13 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
         self._lock = threading.RLock()
         self._batches = threading.local()
         self._migrate()
+        # Reads on a connection of their own per thread: WAL lets readers run beside each
+        # other and beside the one writer, instead of queueing behind one lock.
+        self._readers = ReadConnections(None if self.path == ":memory:" else self.path)
 
     # ------------------------------------------------------------------ plumbing
     def close(self) -> None:
+        self._readers.close()
         with self._lock:
             self._conn.close()
 
@@ -151,6 +156,8 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot start a transaction: {exc}") from exc
+            outer = self._writing()
+            self._batches.writing = True
             try:
                 yield self._conn
             except BaseException:
@@ -158,16 +165,25 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
                 raise
             else:
                 self._conn.execute("COMMIT")
+            finally:
+                self._batches.writing = outer
 
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         batch = self._batch()
         try:
             if batch is not None:  # this thread's own uncommitted documents are visible
                 return batch.read(sql, params)
-            with self._lock:
-                return list(self._conn.execute(sql, params).fetchall())
+            reader = self._readers.connection()
+            if reader is None or self._writing():
+                # In its own write transaction a thread must see what it wrote so far.
+                with self._lock:
+                    return list(self._conn.execute(sql, params).fetchall())
+            return list(reader.execute(sql, params).fetchall())
         except sqlite3.Error as exc:
             raise StoreError(f"query failed: {exc}") from exc
+
+    def _writing(self) -> bool:
+        return bool(getattr(self._batches, "writing", False))
 
     def _migrate(self) -> None:
         with self._write() as conn:
@@ -229,7 +245,7 @@ class SQLiteStore(SQLiteIngestLocks, GovernanceTables, VectorTables, ApiKeyTable
                             (t, bundle.version_id)).fetchone():
                 raise StoreError(f"version {bundle.version_id} is already stored")
             claim_identity(conn, t, bundle.node_id, bundle.blob.source_id, bundle.alias,
-                           bundle.created_at)
+                           bundle.created_at, bundle.submitted_by)
             self._write_blob_and_node(conn, bundle)
             self._write_version_rows(conn, bundle)
             previous = self._move_head(conn, t, bundle.node_id, bundle.version_id,
