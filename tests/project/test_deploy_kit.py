@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from tests.project.test_project_shape import ROOT, readme_commands
 
 from affidavit import config
 from affidavit.cli import build_parser
 from affidavit.service import create_app
 from affidavit.store import SQLiteStore
-from tests.project.test_project_shape import ROOT, readme_commands
 
 
 def _compose() -> dict[str, Any]:

@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from affidavit import config
 from affidavit.store import SQLiteStore
 from tests.service.conftest import Deployment, running_service
@@ -52,7 +51,7 @@ def test_readyz_fails_when_the_configured_model_is_unreachable(deployment: Deplo
     with running_service(settings, deployment.opener()) as service, service.client() as client:
         down = client.get("/readyz")  # the model server is gone now
     assert down.status_code == 503
-    provider = [c for c in down.json()["checks"] if c["name"] == "provider"][0]
+    provider = next(c for c in down.json()["checks"] if c["name"] == "provider")
     assert provider == {"name": "provider", "ok": False, "reason": "PROVIDER_UNREACHABLE"}
     assert base_url not in down.text  # the host stays with the operator (doctor)
 
