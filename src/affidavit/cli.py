@@ -36,7 +36,7 @@ from affidavit.cli_commands import (
 from affidavit.cli_completion import add_completion_command, completion_script
 from affidavit.cli_diagnose import add_explain_command, add_whoami_command
 from affidavit.cli_doctor import add_doctor_command
-from affidavit.cli_errors import EXIT_BROKEN_PIPE, report_error
+from affidavit.cli_errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, report_error
 from affidavit.cli_identity import add_identity_commands
 from affidavit.cli_init import cmd_init
 from affidavit.cli_labels import add_labels_commands
@@ -331,6 +331,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _dispatch(argv)
             # Flush here, not at interpreter exit, so that a closed pipe is caught below.
             sys.stdout.flush()
+    except KeyboardInterrupt:
+        # Ctrl-C anywhere else: one line, no traceback (an ingest says what it committed).
+        print("affidavit: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (``affidavit search ... | head``): what it wanted it has.
         # Exit quietly as a process ended by SIGPIPE does; stdout goes to /dev/null so that

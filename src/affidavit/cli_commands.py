@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from affidavit.cli_errors import EXIT_BUSY as EXIT_BUSY
 from affidavit.cli_errors import EXIT_FAILED as EXIT_FAILED
+from affidavit.cli_errors import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from affidavit.cli_errors import EXIT_OK as EXIT_OK
 from affidavit.cli_errors import EXIT_QUARANTINED as EXIT_QUARANTINED
 from affidavit.cli_errors import EXIT_USAGE as EXIT_USAGE
@@ -73,7 +74,7 @@ class Context:
 
 def cmd_ingest(ctx: Context) -> int:
     from affidavit.cli_progress import IngestProgress, progress_mode
-    from affidavit.ingest import Ingestor
+    from affidavit.ingest import INGESTED, Ingestor, RunInterrupted
     from affidavit.sources import listing_key, location_scheme, source_for
 
     args = ctx.args
@@ -93,6 +94,13 @@ def cmd_ingest(ctx: Context) -> int:
     except RunInProgress as exc:
         print(f"affidavit: {exc}; try again later, or pass --wait SECONDS", file=sys.stderr)
         return EXIT_BUSY
+    except RunInterrupted as stop:
+        done = stop.summary
+        print(f"affidavit: interrupted: run {done.run_id} stopped after "
+              f"{len(done.outcomes)} document(s), {done.count(INGESTED)} ingested and "
+              "committed (each whole); run the same command again to resume: what is "
+              "unchanged is skipped", file=sys.stderr)
+        return EXIT_INTERRUPTED
     data = summary.to_dict()
     if args.json:
         _print_json(data)

@@ -163,6 +163,15 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """An interrupted run (Ctrl-C), closed as FAILED, with what it had done: every document
+    it committed is whole, and a re-run resumes (what is unchanged is skipped)."""
+
+    def __init__(self, summary: RunSummary) -> None:
+        super().__init__(summary.run_id)
+        self.summary = summary
+
+
 class Ingestor:
     """Runs ingestion for one tenant against one store."""
 
@@ -271,6 +280,10 @@ class Ingestor:
             finally:  # a take-back that fails too still leaves the run FAILED, not RUNNING
                 self._finish(summary)
             raise
+        except KeyboardInterrupt:
+            summary.status = "FAILED"
+            self._finish(summary)
+            raise RunInterrupted(summary) from None
         except BaseException:
             summary.status = "FAILED"
             self._finish(summary)
