@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 import httpx
+
+from affidavit.store import SQLiteStore
 from tests.e2e.test_invariants import EXAMPLES
 from tests.service.model_server import ModelScript, model_server
 from tests.service.test_service_serve_cli import free_port
-
-from affidavit.store import SQLiteStore
 
 
 def _cli(cwd: Path, *args: str) -> str:
