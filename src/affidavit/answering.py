@@ -218,10 +218,10 @@ def verify_and_emit(engine: Engine, trace: _Trace, request: ProviderRequest,
         # draft's claims (the ledger keeps them for operators); evidence that does not
         # address the question is not shown as if it did.
         claim_dicts = []
-        citations = [] if not relevance.addressed else [{"src": e.src, "doc_id": e.node_id, "chunk_id": e.chunk_id,
+        citations = [{"src": e.src, "doc_id": e.node_id, "chunk_id": e.chunk_id,
                       "title": caller_view[e.chunk_id].title,
                       "locator": caller_view[e.chunk_id].chunk.locator}
-                     for e in evidence if e.chunk_id in caller_view]
+                     for e in evidence if e.chunk_id in caller_view and relevance.addressed]
     return engine._emit(trace, decision.output_state, final,
                         [] if blocked else claim_dicts, [] if blocked else citations,
                         list(decision.reasons))

@@ -8,8 +8,8 @@ import json
 
 from affidavit.bindings import ContentBinding, text_sha256
 from affidavit.classify.document import label_document
-from affidavit.classify.overrides import LabelOverride
 from affidavit.classify.model import ModelParagraphClassifier
+from affidavit.classify.overrides import LabelOverride
 from affidavit.classify.policy import SensitivityPolicy
 from affidavit.config import ModelClassifierSettings, SensitivitySettings, Settings
 from affidavit.extract import extract
