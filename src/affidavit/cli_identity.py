@@ -71,6 +71,7 @@ def _open_collisions(ctx: Context, path: str | None = None) -> list[QuarantineRe
 
 def _resolve(ctx: Context) -> int:
     from affidavit.audit import changes as audited
+    from affidavit.identity.take_over import collision_bytes
     from affidavit.records import node_id_for
     from affidavit.store.base import KEEP, TAKE_OVER, IdentityResolution
 
@@ -90,10 +91,19 @@ def _resolve(ctx: Context) -> int:
     if owner is None or owner == args.path:
         raise UsageError(f"{args.path} is not in collision over source_id {source_id!r} "
                          f"in source system {args.source_system!r}")
+    # A take-over is decided about the claimant's bytes as its collision recorded them, and
+    # holds only for those (affidavit.identity.take_over).
+    newest = max((e for e in entries if e.source_id == source_id), key=lambda e: e.at)
+    about = collision_bytes(newest.message)
+    if decision == TAKE_OVER and about is None:
+        raise UsageError(f"the collision of {args.path} was recorded without the bytes a "
+                         "take-over would be decided about; ingest it again so that it is, "
+                         "then resolve")
     at = _now()
     audited.resolve_identity(store, ctx.tenant, IdentityResolution(
         node_id=node_id, source_id=source_id, claimant=args.path, owner=owner,
-        decision=decision, resolved_by=args.by, resolved_at=at, note=args.note))
+        decision=decision, resolved_by=args.by, resolved_at=at, note=args.note),
+        content_sha256=about if decision == TAKE_OVER else None)
     for entry in entries:
         if entry.source_id == source_id:
             audited.release_quarantine(store, ctx.tenant, entry.run_id, entry.alias,

@@ -12,10 +12,9 @@ import os
 import socket
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
-from typing import Any
 
 from affidavit.authz.tuples import document_object_tokens, parse_subject
 from affidavit.chunking import chunk_document
@@ -45,6 +44,7 @@ from affidavit.identity import (
 )
 from affidavit.identity.carry_over import approved_before, carry_over_commit
 from affidavit.identity.moves import Moves
+from affidavit.identity.take_over import TakeOvers
 from affidavit.index import Tokenizer, term_frequencies
 from affidavit.index.boundary import (
     BOUNDARY_EMBEDDER_FAILED,
@@ -61,6 +61,12 @@ from affidavit.index.epochs import RESOLVER_VERSION, policy_epoch, serving_epoch
 from affidavit.index.links import resolve_links
 from affidavit.index.vectors import make_backend
 from affidavit.ingest_lock import holding_ingest_lock
+from affidavit.ingest_outcomes import INGESTED as INGESTED
+from affidavit.ingest_outcomes import QUARANTINED as QUARANTINED
+from affidavit.ingest_outcomes import UNCHANGED as UNCHANGED
+from affidavit.ingest_outcomes import DocumentOutcome as DocumentOutcome
+from affidavit.ingest_outcomes import RunInterrupted as RunInterrupted
+from affidavit.ingest_outcomes import RunSummary as RunSummary
 from affidavit.metrics import record_derived, record_document
 from affidavit.records import (
     SCHEMA_VERSION,
@@ -90,62 +96,6 @@ from affidavit.telemetry import extract_format, fetched, id_hash, stage, traced
 
 NO_MODEL = "none"
 
-INGESTED, UNCHANGED, QUARANTINED = "ingested", "unchanged", "quarantined"
-
-
-@dataclass
-class DocumentOutcome:
-    alias: str
-    source_id: str
-    status: str
-    reason_code: str | None = None
-    message: str | None = None
-    chunks: int = 0
-    node_id: str | None = None
-    warnings: list[str] = field(default_factory=list)
-
-
-@dataclass
-class RunSummary:
-    run_id: str
-    status: str = "RUNNING"
-    outcomes: list[DocumentOutcome] = field(default_factory=list)
-    withdrawn: list[str] = field(default_factory=list)
-    relabelled: list[str] = field(default_factory=list)
-    moved: list[str] = field(default_factory=list)
-    links: dict[str, Any] = field(default_factory=dict)
-    vectors: dict[str, Any] = field(default_factory=dict)
-    boundary: dict[str, Any] = field(default_factory=dict)
-
-    def count(self, status: str) -> int:
-        return sum(1 for o in self.outcomes if o.status == status)
-
-    @property
-    def chunks_written(self) -> int:
-        return sum(o.chunks for o in self.outcomes if o.status == INGESTED)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "status": self.status,
-            "ingested": self.count(INGESTED),
-            "unchanged": self.count(UNCHANGED),
-            "quarantined": [
-                {"alias": o.alias, "source_id": o.source_id, "reason_code": o.reason_code,
-                 "message": o.message}
-                for o in self.outcomes if o.status == QUARANTINED
-            ],
-            "chunks_written": self.chunks_written,
-            "withdrawn": sorted(self.withdrawn),
-            "relabelled": sorted(self.relabelled),
-            "moved": self.moved,
-            "links": self.links,
-            "vectors": self.vectors,
-            "boundary": self.boundary,
-            "warnings": [f"{o.alias}: {w}" for o in self.outcomes for w in o.warnings],
-        }
-
-
 ProgressCallback = Callable[[int, DocumentOutcome], None]
 
 
@@ -161,15 +111,6 @@ class _Identity:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """An interrupted run (Ctrl-C), closed as FAILED, with what it had done: every document
-    it committed is whole, and a re-run resumes (what is unchanged is skipped)."""
-
-    def __init__(self, summary: RunSummary) -> None:
-        super().__init__(summary.run_id)
-        self.summary = summary
 
 
 class Ingestor:
@@ -194,6 +135,7 @@ class Ingestor:
         self.classifier = ModelParagraphClassifier.from_settings(settings.sensitivity.model,
                                                                  self.policy)
         self._overrides: dict[str, tuple[LabelOverride, ...]] | None = None
+        self._take_overs = TakeOvers(self.store, self.tenant)
         self._moves: Moves | None = None
         # The links each version committed by this run was parsed with, by version id:
         # link resolution at the end of the run reads them here instead of parsing again.
@@ -234,6 +176,7 @@ class Ingestor:
         gate = None if submitter is None else SupersessionGate(self.store, self.settings,
                                                                self.tenant, submitter)
         self._overrides = None  # overrides recorded since the last run are in force now
+        self._take_overs = TakeOvers(self.store, self.tenant)  # and take-overs
         self._close_interrupted_runs()
         self.store.start_run(self.tenant, summary.run_id, at=_now(), params_json=canonical_json(
             {"epoch": self.epoch, "pid": os.getpid(), "host": socket.gethostname(),
@@ -429,13 +372,15 @@ class Ingestor:
         # Before anything that could tell the submitter about the head (unchanged, drift,
         # a path collision): a submission it may not make is refused the same way.
         superseding = gate.admit(node_id) if gate is not None else None
+        raw_digest = sha256_hex(document.content)
         owner = self.store.identity_owner(self.tenant, node_id)
         if owner is not None and owner != document.alias:
             # Another path holds this source id: never taken over silently. The store
             # refuses it again, atomically, at commit; an operator resolves it.
-            raise identity_collision(source_id, document.alias)
+            raise identity_collision(source_id, document.alias, raw_digest)
+        if owner is not None:
+            self._take_overs.check(node_id, document.alias, raw_digest, source_id)
         acl = self._acl_for(metadata, outcome)
-        raw_digest = sha256_hex(document.content)
         # The classifier model and prompt are part of the witness ("none" when off).
         model_id, prompt_hash = classifier_identity(self.settings.sensitivity.model,
                                                     self.policy)

@@ -189,3 +189,28 @@ def test_an_faq_entry_does_not_follow_a_taken_over_id(run: Run, tmp_path: Path) 
     asked = as_json(run("ask", "Which class applies to short flights?", "--as", "user:bob",
                         "--json")[1])
     assert asked["reasons"] == ["FAQ_SHORT_CIRCUIT"]
+
+
+def test_a_take_over_lapses_when_the_claimants_bytes_change_before_it_acts(
+        run: Run, tmp_path: Path) -> None:
+    """The take-over was decided about the claimant's bytes as its collision showed them:
+    other bytes at the next ingest lapse it (a decision.lapse event, in review), give the
+    node back to its owner and are a collision again."""
+    corpus = setup(run, tmp_path, {"a-policy.md": OWNER})
+    assert ingest(run, corpus)[0] == 0
+    write(corpus, {"z-copy.md": INTRUDER})
+    ingest(run, corpus)
+    (entry,) = as_json(run("quarantine", "list", "--json")[1])
+    assert f"bytes sha256:{hashlib.sha256(INTRUDER.encode()).hexdigest()}" in entry["message"]
+    assert run("identity", "resolve", "z-copy.md", "--take-over", "--by", "ops:ann")[0] == 0
+    write(corpus, {"z-copy.md": INTRUDER + "\nA paragraph added after the decision.\n"})
+    code, summary = ingest(run, corpus)
+    assert quarantined(summary) == {"z-copy.md": "IDENTITY_COLLISION"}
+    assert_owner_kept(run)
+    (lapse,) = as_json(run("labels", "lapsed", "--json")[1])
+    assert (lapse["decision"], lapse["reason"]) == ("identity.resolve", "content_changed")
+    # The owner is the old one again; a new decision about the new bytes takes over.
+    assert run("identity", "resolve", "z-copy.md", "--take-over", "--by", "ops:ann")[0] == 0
+    code, summary = ingest(run, corpus)
+    assert "z-copy.md" not in quarantined(summary)
+    assert any("intruder" in t for t in texts(run, "user:bob", "intruder business"))

@@ -79,11 +79,14 @@ def release_quarantine(store: Store, tenant: str, run_id: str, alias: str, *,
     return True
 
 
-def resolve_identity(store: Store, tenant: str, resolution: IdentityResolution) -> None:
-    """Record an operator's decision on an identity collision, and its event."""
+def resolve_identity(store: Store, tenant: str, resolution: IdentityResolution, *,
+                     content_sha256: str | None = None) -> None:
+    """Record an operator's decision on an identity collision, and its event, bound to the
+    sha256 of the claimant's bytes it was decided about (affidavit.identity.take_over)."""
     r = resolution
     store.resolve_identity(tenant, r)
     record_policy_event(store, tenant, IDENTITY_RESOLVE, r.resolved_by,
                         {"node_id": r.node_id, "source_id": r.source_id, "owner": r.owner},
                         {"node_id": r.node_id, "source_id": r.source_id, "claimant": r.claimant,
-                         "decision": r.decision, "note": r.note})
+                         "decision": r.decision, "note": r.note,
+                         "binding": {"content_sha256": content_sha256}})

@@ -82,7 +82,7 @@ class Moves:
                 owner=self.store.identity_owner(self.tenant, head.node_id) or head.alias,
                 decision=TAKE_OVER, resolved_by=MOVE_ACTOR,
                 resolved_at=datetime.now(UTC).isoformat(timespec="microseconds"),
-                note=MOVE_NOTE))
+                note=MOVE_NOTE), content_sha256=sha256_hex(document.content))
             self.redirects[document.alias] = head.node_id
             self.moved.append((head.alias, document.alias))
         return self.deferred

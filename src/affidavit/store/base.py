@@ -192,16 +192,19 @@ class IdentityResolution:
     note: str = ""
 
 
-def identity_collision(source_id: str, claimant: str) -> InputRejected:
+def identity_collision(source_id: str, claimant: str,
+                       content_sha256: str | None = None) -> InputRejected:
     """The refusal of a document that claims a node another source path owns.
 
     The message names the claimant only: the owner's path is another document's derived
-    text (``affidavit identity resolve`` shows it to the operator)."""
+    text (``affidavit identity resolve`` shows it to the operator); and the sha256 of the
+    claimant's bytes, which a take-over is then bound to (affidavit.identity.take_over)."""
+    about = f" (bytes sha256:{content_sha256})" if content_sha256 else ""
     return InputRejected(
         IDENTITY_COLLISION,
         f"{claimant} claims source_id {source_id!r}, which another document holds; it keeps "
         f"it until an operator runs 'affidavit identity resolve {claimant} "
-        "--take-over|--keep --by NAME'")
+        f"--take-over|--keep --by NAME'{about}")
 
 
 @dataclass(frozen=True)
