@@ -36,6 +36,7 @@ from affidavit.errors import (
     GovernanceError,
     InputRejected,
     LedgerError,
+    LedgerWriteError,
     LimitExceeded,
     ProviderError,
     RunInProgress,
@@ -69,8 +70,10 @@ _KINDS: tuple[tuple[type[AffidavitError], str, int], ...] = (
     (ConfigurationError, "configuration", EXIT_CONFIGURATION),
     (GovernanceError, "governance", EXIT_GOVERNANCE),
     (ProviderError, "provider", EXIT_PROVIDER),
-    # A ledger that does not verify (or a checkpoint key refused) is the command's own
-    # verdict, exit 1 as the README promises, not a database that cannot be reached.
+    # A ledger that cannot be written is the store failing (exit 8); one that does not
+    # verify (or a checkpoint key refused) is the command's own verdict, exit 1 as the
+    # README promises, not a database that cannot be reached.
+    (LedgerWriteError, "store", EXIT_STORE),
     (LedgerError, "failed", EXIT_FAILED),
     (StoreError, "store", EXIT_STORE),
     (RunInProgress, "busy", EXIT_BUSY),

@@ -17,6 +17,7 @@ Every error the package raises on purpose derives from :class:`AffidavitError`::
     ├── ProviderError             a language-model provider failed
     ├── StoreError                the store could not do what was asked
     │   └── LedgerError           the ledger could not be written or does not verify
+    │       └── LedgerWriteError  the ledger could not be written (exit 8 on the CLI)
     ├── RunInProgress             another ingestion run of the tenant holds its lock;
     │                             this one did not start
     └── NotFound                  nothing the caller may see has that id
@@ -138,6 +139,13 @@ class LedgerError(StoreError):
     """The ledger could not be appended to, or its chain does not verify."""
 
     reason_code = "LEDGER_FAILED"
+
+
+class LedgerWriteError(LedgerError):
+    """The ledger could not be written (a store failure: no answer may leave), as opposed
+    to a chain that does not verify (the command's own verdict)."""
+
+    reason_code = "LEDGER_UNWRITABLE"
 
 
 class RunInProgress(AffidavitError):

@@ -66,7 +66,7 @@ def test_every_error_path_ran_and_its_spans_name_a_type_and_a_reason_code_only(
     assert set(REASON_CODES) <= codes, sorted(set(REASON_CODES) - codes)
     types = {attributes(s).get("error.type") for s in spans}
     assert {"InputRejected", "AuthorizationError", "AuthenticationError", "LimitExceeded",
-            "ProviderError", "ConfigurationError", "LedgerError", "RuntimeError"} <= types, \
+            "ProviderError", "ConfigurationError", "LedgerWriteError", "RuntimeError"} <= types, \
         types
     failed = [s for s in spans if s.status.code == s.status.STATUS_CODE_ERROR]
     for span in failed:

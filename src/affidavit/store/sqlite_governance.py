@@ -22,7 +22,7 @@ from affidavit.audit.events import (
     grant_change,
     tuple_change,
 )
-from affidavit.errors import LedgerError, NotFound, StoreError
+from affidavit.errors import LedgerWriteError, NotFound, StoreError
 from affidavit.ledger.chain import GENESIS_HASH, LINK_FORMAT, link_hash
 from affidavit.records import SireTuple
 from affidavit.references.model import Reference
@@ -284,7 +284,7 @@ class GovernanceTables:
                      LINK_FORMAT))
                 insert_references(conn, tenant, references)
         except (sqlite3.Error, StoreError) as exc:
-            raise LedgerError(f"ledger append failed: {exc}") from exc
+            raise LedgerWriteError(f"ledger append failed: {exc}") from exc
         return LedgerEntry(seq, record_id, request_id, created_at, payload, prev, digest,
                            LINK_FORMAT)
 
