@@ -213,7 +213,7 @@ def verify_and_emit(engine: Engine, trace: _Trace, request: ProviderRequest,
     final = shown_answer(decision, answer, len(claims))
     trace.record.update({"stripped_citations": list(stripped), "claims": claim_dicts,
                          "gate_reasons": list(decision.reasons)})
-    if decision.output_state == "REQUIRES_SPEC":
+    if blocked or decision.output_state == "REQUIRES_SPEC":
         # A refused answer shows its refusal and the evidence that was there, never the
         # draft's claims (the ledger keeps them for operators); evidence that does not
         # address the question is not shown as if it did.
@@ -222,8 +222,7 @@ def verify_and_emit(engine: Engine, trace: _Trace, request: ProviderRequest,
                       "title": caller_view[e.chunk_id].title,
                       "locator": caller_view[e.chunk_id].chunk.locator}
                      for e in evidence if e.chunk_id in caller_view and relevance.addressed]
-    return engine._emit(trace, decision.output_state, final,
-                        [] if blocked else claim_dicts, [] if blocked else citations,
+    return engine._emit(trace, decision.output_state, final, claim_dicts, citations,
                         list(decision.reasons))
 
 

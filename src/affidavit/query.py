@@ -308,7 +308,11 @@ class Engine:
         # A vetted FAQ answer is not drawn from scoped evidence: a scoped request skips it.
         faq = None if options.subject_scope else self._faq_match(authz, question)
         if faq is not None:
-            return self._faq_answer(trace, faq)
+            from affidavit.faq_answering import faq_answer
+
+            vetted = faq_answer(self, trace, faq, authz)
+            if vetted is not None:
+                return vetted
         candidates = self.retriever.search(authz, question,
                                            limit=self.settings.retrieval.candidates)
         # Why a document may be missing: derived under other epochs, it is withheld until
@@ -377,17 +381,6 @@ class Engine:
                               out_of_scope_entities=self.settings.scope.out_of_scope_entities,
                               taken_over_at=taken_over.get, content_of=content_of)
 
-    def _faq_answer(self, trace: _Trace, match: FaqMatch) -> AskResult:
-        trace.record["faq"] = {"entry": match.entry.to_dict(), "kind": match.kind,
-                               "similarity": match.similarity}
-        # A vetted answer has no claims to verify: no required proof layer ran over it.
-        missing = [f"REQUIRED_LAYER_NOT_RUN:{name}" for name in self.settings.gate.required()]
-        state = "PARTIAL" if missing else "AUTHORIZED"
-        if trace.role == "advisory":
-            state = "NARRATIVE_ONLY"
-        return self._emit(trace, state, match.entry.answer, [], [],
-                          ["FAQ_SHORT_CIRCUIT", *missing])
-
     def _stale_documents(self, generation: int) -> int:
         """Head documents derived under another serving epoch: a scan of every chunk row,
         so it is counted once per corpus generation (every head move and restamp advances
@@ -418,6 +411,8 @@ class Engine:
         trace.record.setdefault("proof", unproven(self.settings.gate.required(),
                                                   "no claim was verified: " + reasons[0]
                                                   if reasons else "no claim was verified"))
+        if "faq" in trace.record and "FAQ_SHORT_CIRCUIT" not in reasons:
+            reasons = ["FAQ_SHORT_CIRCUIT", *reasons]  # a vetted entry's answer, verified
         trace.record.update({"output_state": state, "answer": answer, "citations": citations,
                              "reasons": reasons})
         entry = self.ledger.append(self.tenant, trace.request_id, trace.record,

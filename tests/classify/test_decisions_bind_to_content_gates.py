@@ -98,6 +98,9 @@ POLICY = ("---\nsource_id: policy-7\ntitle: Travel policy\n---\n# Travel\n\n"
 
 
 def _ask(root: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    # An FAQ entry answers only from sources with an ACTIVE SIRE (approved as they are).
+    main(["sire", "approve", "--all", "--by", "tester", "--config",
+          str(root / "affidavit.toml")])
     capsys.readouterr()  # a refusal exits non-zero; its reasons are what is asserted
     main(["ask", "Which class applies to short flights?", "--as", "user:rita", "--json",
           "--config", str(root / "affidavit.toml")])
@@ -118,7 +121,7 @@ def test_faq_entry_binds_to_the_content_of_the_sources_it_was_vetted_against(
     (root / "affidavit.toml").write_text(
         SETTINGS + f'\n[answer]\nfaq_file = {json.dumps(str(faq))}\n', encoding="utf-8")
     _ingest(root, capsys)
-    assert _ask(root, capsys) == ["FAQ_SHORT_CIRCUIT"]
+    assert _ask(root, capsys)[0] == "FAQ_SHORT_CIRCUIT"
     # The source changed: the answer was vetted against other text, and is not served.
     (root / "corpus" / "berths.md").write_text(
         POLICY.replace("economy", "business"), encoding="utf-8")

@@ -142,15 +142,20 @@ def test_faq_short_circuit_only_for_callers_who_may_read_its_sources(
                              "travel-and-expenses-policy.md").read_bytes()).hexdigest()
     (tmp_path / "faq.toml").write_text(
         '[[entries]]\nquestion = "What is the nightly hotel limit in London?"\n'
-        'answer = "GBP 185 per night, excluding breakfast and local taxes."\n'
+        'answer = "The nightly hotel limit in London is GBP 185."\n'
         f'sources = ["hm-pol-002"]\nvetted_against = {{ "hm-pol-002" = "{vetted}" }}\n',
         encoding="utf-8")
     with (tmp_path / "affidavit.toml").open("a", encoding="utf-8") as config:
         config.write('\n[answer]\nfaq_file = "faq.toml"\n')
     staff = as_json(example_workspace("ask", "what is the nightly hotel limit in London",
                                       "--as", "user:sam.reed", "--json")[1])
-    assert staff["output_state"] == "AUTHORIZED" and staff["reasons"] == ["FAQ_SHORT_CIRCUIT"]
-    assert staff["answer"].startswith("GBP 185")
+    # A vetted answer is verified against its source's current text like any answer, and
+    # carries the source with its locator.
+    assert staff["output_state"] == "AUTHORIZED", staff["reasons"]
+    assert staff["reasons"][0] == "FAQ_SHORT_CIRCUIT"
+    assert staff["answer"].startswith("The nightly hotel limit in London is GBP 185")
+    assert [c["title"] for c in staff["citations"]] == ["Travel and Expenses Policy"]
+    assert "4. Accommodation" in staff["citations"][0]["locator"]
     outsider = as_json(example_workspace("ask", "What is the nightly hotel limit in London?",
                                          "--as", "user:stranger", "--json")[1])
     assert outsider["reasons"] != ["FAQ_SHORT_CIRCUIT"] and "185" not in outsider["answer"]

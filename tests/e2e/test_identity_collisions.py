@@ -173,9 +173,11 @@ def test_an_faq_entry_does_not_follow_a_taken_over_id(run: Run, tmp_path: Path) 
         SETTINGS.replace("[grants]", f"[answer]\nfaq_file = {json.dumps(str(faq))}\n[grants]"),
         encoding="utf-8")
     ingest(run, corpus)
+    # an entry answers only from sources with an ACTIVE SIRE, verified against their text
+    assert run("sire", "approve", "--all", "--by", "curator")[0] == 0
     asked = as_json(run("ask", "Which class applies to short flights?", "--as", "user:bob",
                         "--json")[1])
-    assert asked["reasons"] == ["FAQ_SHORT_CIRCUIT"]
+    assert asked["reasons"][0] == "FAQ_SHORT_CIRCUIT"
     write(corpus, {"z-copy.md": INTRUDER})
     ingest(run, corpus)
     assert run("identity", "resolve", "z-copy.md", "--take-over", "--by", "ops:ann")[0] == 0
@@ -184,11 +186,16 @@ def test_an_faq_entry_does_not_follow_a_taken_over_id(run: Run, tmp_path: Path) 
                         "--json")[1])
     assert "FAQ_SHORT_CIRCUIT" not in asked["reasons"]
     # an entry vetted again after the take-over, against the new owner's text, is served
-    faq.write_text(entry + 'vetted_at = "2999-01-01T00:00:00Z"\n' + _vetted_against(INTRUDER),
-                   encoding="utf-8")
+    # once that text is approved, and only as far as it says what the text says
+    assert run("sire", "approve", "--all", "--by", "curator")[0] == 0
+    revetted = entry.replace('"Economy class."', '"Business class applies to every flight."')
+    faq.write_text(revetted + 'vetted_at = "2999-01-01T00:00:00Z"\n' +
+                   _vetted_against(INTRUDER), encoding="utf-8")
     asked = as_json(run("ask", "Which class applies to short flights?", "--as", "user:bob",
                         "--json")[1])
-    assert asked["reasons"] == ["FAQ_SHORT_CIRCUIT"]
+    # (the entry is used again; its answer is then verified against the new text, which says
+    # nothing about short flights, so the gate does not authorize it)
+    assert asked["reasons"][0] == "FAQ_SHORT_CIRCUIT"
 
 
 def test_a_take_over_lapses_when_the_claimants_bytes_change_before_it_acts(

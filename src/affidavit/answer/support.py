@@ -114,12 +114,15 @@ def check_atoms(claim: Claim, sources: Sequence[EvidenceSource]) -> AtomCheck:
     evidence_facts = [fact for sentence in sentences for fact in sentence.facts]
     missing: list[Atom] = []
     contradictions: list[str] = []
+    claim_terms = frozenset(content_terms(claim.text))
     for fact in attached_facts(claim.text):
         conflict = place_conflict(fact, evidence_facts)
         # Bare counts are too common to tie to a noun ("1,000 genomes", "MEK 1/2"); a value
         # with a unit or a date is specific enough.
         if not conflict and fact.atom.noun and (fact.atom.unit or fact.atom.kind == "date"):
             other = noun_conflict(fact, fact.atom.noun, evidence_facts)
+            if other and _stated_apart(fact.atom, other, claim_terms, sentences):
+                other = ""
             conflict = (f"CONTRADICTED:{fact.atom.kind}:{fact.atom.value}!={other}"
                         f":noun={fact.atom.noun}") if other else ""
         if conflict and conflict not in contradictions:
@@ -135,6 +138,20 @@ def check_atoms(claim: Claim, sources: Sequence[EvidenceSource]) -> AtomCheck:
                 f"CONTRADICTED:{atom.kind}:{atom.value}!={conflict}:noun={atom.noun}"
             )
     return AtomCheck(tuple(missing), tuple(contradictions))
+
+
+def _stated_apart(claimed: Atom, other: str, claim_terms: frozenset[str],
+                  sentences: Sequence[EvidenceSentence]) -> bool:
+    """Whether an evidence sentence about the claim (sharing half its content terms or
+    more) states the claimed value without the
+    conflicting one: then the conflicting value near the same noun elsewhere ("breakfast up
+    to GBP 15 per night" beside a table row's "GBP 185" for London per night) is another
+    fact, not a dispute. A sentence holding both (a list of retention periods) still is."""
+    needed = (len(claim_terms) + 1) // 2  # about the claim: half its terms or more
+    return any(any(same_fact(claimed, atom) for atom in sentence.atoms)
+               and not any(atom.value == other for atom in sentence.atoms)
+               and len(sentence.terms & claim_terms) >= max(1, needed)
+               for sentence in sentences)
 
 
 def same_fact(claimed: Atom, found: Atom) -> bool:
