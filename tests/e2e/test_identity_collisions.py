@@ -218,6 +218,6 @@ def test_a_take_over_lapses_when_the_claimants_bytes_change_before_it_acts(
     assert (lapse["decision"], lapse["reason"]) == ("identity.resolve", "content_changed")
     # The owner is the old one again; a new decision about the new bytes takes over.
     assert run("identity", "resolve", "z-copy.md", "--take-over", "--by", "ops:ann")[0] == 0
-    code, summary = ingest(run, corpus)
+    _, summary = ingest(run, corpus)
     assert "z-copy.md" not in quarantined(summary)
     assert any("intruder" in t for t in texts(run, "user:bob", "intruder business"))
