@@ -211,7 +211,7 @@ def test_a_take_over_lapses_when_the_claimants_bytes_change_before_it_acts(
     assert f"bytes sha256:{hashlib.sha256(INTRUDER.encode()).hexdigest()}" in entry["message"]
     assert run("identity", "resolve", "z-copy.md", "--take-over", "--by", "ops:ann")[0] == 0
     write(corpus, {"z-copy.md": INTRUDER + "\nA paragraph added after the decision.\n"})
-    code, summary = ingest(run, corpus)
+    _, summary = ingest(run, corpus)
     assert quarantined(summary) == {"z-copy.md": "IDENTITY_COLLISION"}
     assert_owner_kept(run)
     (lapse,) = as_json(run("labels", "lapsed", "--json")[1])
