@@ -153,14 +153,23 @@ _PAGES = (
     (N, "GET /ui/login", "form:config"),
     (N, "POST /ui/login", "error:config"),
     (C, "POST /ui/logout", "redirect:none"),
-    (C, "GET /ui/ask", f"{PAGE} answer:ledger question:ledger"),
+    (C, "GET /ui/ask", f"{PAGE} answer:ledger question:ledger turns[].question:ledger "
+        "turns[].answer:ledger cards[].passage:chunk cards[].title:derived"),
     (C, "POST /ui/ask", "redirect:none " + PAGE),
     (C, "POST /ui/ask/stream", "token.text:chunk envelope.answer:chunk "
         "envelope.citations:derived envelope.reasons:derived"),
-    (C, "GET /ui/ask/result/{request_id}", "answer:ledger citations:ledger"),
+    (C, "GET /ui/ask/result/{request_id}", "answer:ledger citations:ledger "
+        "cards[].passage:chunk cards[].title:derived"),
+    (C, "GET /ui/history", f"{PAGE} rows[].question:ledger rows[].output_state:none "
+        "rows[].created_at:none"),
     (C, "GET /ui/documents/{doc_id}", f"{PAGE} sections[].text:chunk title:derived "
         "sections[].heading:derived sections[].placeholder:config"),
+    (C, "GET /ui/documents", f"{PAGE} rows[].title:derived rows[].withheld_labels:config "
+        "rows[].doc_id:none"),
     (C, "GET /ui/documents/{doc_id}/original", "body:chunk Content-Disposition:derived"),
+    (C, "GET /ui/upload", f"{PAGE} form:config"),
+    (C, "POST /ui/upload", "redirect:none error:caller_text " + PAGE),
+    (C, "GET /ui/upload/{run_id}", f"{PAGE} " + RUN_VIEW),
     (C, "GET /ui/ledger", f"{PAGE} rows[].principal:policy rows[].output_state:none"),
     (C, "GET /ui/ledger/{request_id}", f"{PAGE} answer:ledger"),
     (C, "POST /ui/ledger/{request_id}/replay", f"{PAGE} answer:ledger replay:ledger"),

@@ -73,9 +73,9 @@ class Visit:
 
 
 def sign_in(browser: Any, base_url: str, who: str, key: str, *, width: int = DESKTOP,
-            javascript: bool = True) -> Visit:
+            javascript: bool = True, height: int = 900) -> Visit:
     """A fresh browser context signed in through the login form, with the keyboard."""
-    context = browser.new_context(viewport={"width": width, "height": 900},
+    context = browser.new_context(viewport={"width": width, "height": height},
                                   java_script_enabled=javascript)
     page = context.new_page()
     visit = Visit(page, base_url, who)

@@ -45,6 +45,16 @@ HANDBOOK_V2 = ("---\nclassification: INTERNAL\nacl: [\"group:staff#member\"]\n--
                "hotel bookings for every review trip. "
                + " ".join(["Toner cartridges for the printers are ordered by the desk."] * 5)
                + "\n")
+# Markdown a source may hold: a table, a list, and markup and a script link that must stay
+# text (raw HTML is off and the output is sanitised).
+TABLE_DOC = (f"---\nclassification: INTERNAL\n{ACL}\n---\n# stapler inventory\n\n"
+             "The stapler inventory per floor is counted by the stockroom clerk.\n\n"
+             "| Floor | Staplers | Counted by |\n|---|---:|---|\n"
+             "| First | 14 | stockroom clerk |\n| Second | 9 | stockroom clerk |\n\n"
+             "Stapler rules:\n\n- **heavy** staplers stay in the stockroom\n"
+             "- loaned staplers return on Friday\n\n"
+             "Stapler notice <img src=x onerror=alert(7)> <script>alert(8)</script> "
+             "[stapler help](javascript:alert(9)).\n")
 ROLES = {"sam": "reader", "helen": "reviewer", "farid": "reader", "grace": "admin",
          "nobody": "reader"}
 
@@ -54,6 +64,7 @@ def build_console_deployment(root: Path) -> Deployment:
     folder = root / "mixed"
     folder.mkdir()
     (folder / "mixed.md").write_text(MIXED, encoding="utf-8")
+    (folder / "staplers.md").write_text(TABLE_DOC, encoding="utf-8")
     (folder / "printers.pdf").write_bytes(text_pdf(PAGES))
     (folder / "printers.pdf.meta.yaml").write_text(f"classification: INTERNAL\n{ACL}\n",
                                                    encoding="utf-8")

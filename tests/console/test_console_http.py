@@ -149,7 +149,8 @@ def test_no_console_page_carries_a_canary_the_principal_may_not_read(
         seen += [client.get(f"/ui/documents/{doc_id}").text,
                  client.get(f"/ui/documents/{doc_id}/original").text]
     seen += [client.get(path).text for path in
-             ("/ui/ledger", "/ui/review", "/ui/permissions?principal=user:grace&doc=mixed.md")]
+             ("/ui/ledger", "/ui/review", "/ui/permissions?principal=user:grace&doc=mixed.md",
+              "/ui/history", "/ui/documents", "/ui/upload")]
     text = "\n".join(seen).lower()
     assert [c for c in forbidden if c.lower() in text] == []
     for alias in readable:  # the sweep sees what the principal may read

@@ -19,7 +19,7 @@ from affidavit.query import Engine
 from affidavit.service import create_app
 from affidavit.surfaces import SURFACES, Kind
 from tests.oracle.surface_drivers import Driver, exercises, span_text
-from tests.oracle.surface_exercisers import echoed, question_for
+from tests.oracle.surface_exercisers import BROKEN, echoed, question_for
 
 PAGES = 10
 REQUEST_ID = re.compile(r"request_id=([\w-]+)")
@@ -37,7 +37,7 @@ def anonymous_pages(d: Driver) -> None:
 
 @exercises("GET /ui/ask", "POST /ui/ask", "GET /ui/ask/result/{request_id}",
            "POST /ui/ask/stream", "GET /ui/ledger", "GET /ui/ledger/{request_id}",
-           "POST /ui/ledger/{request_id}/replay")
+           "POST /ui/ledger/{request_id}/replay", "GET /ui/history")
 def ask_pages(d: Driver) -> None:
     for i in range(PAGES):
         tenant = d.tenants()[i % 2]
@@ -57,6 +57,7 @@ def ask_pages(d: Driver) -> None:
                 ("GET /ui/ask", "GET", f"/ui/ask?request_id={request_id}"),
                 ("GET /ui/ask/result/{request_id}", "GET", f"/ui/ask/result/{request_id}"),
                 ("GET /ui/ledger", "GET", "/ui/ledger"),
+                ("GET /ui/history", "GET", "/ui/history"),
                 ("GET /ui/ledger/{request_id}", "GET", f"/ui/ledger/{request_id}")):
             d.request(name, tenant, principal, method, url, client=client, supplied=echo)
         d.request("POST /ui/ledger/{request_id}/replay", tenant, principal, "POST",
@@ -85,16 +86,54 @@ def _envelope(stream: str) -> dict[str, Any]:
     return {}
 
 
-@exercises("GET /ui/documents/{doc_id}", "GET /ui/documents/{doc_id}/original")
+@exercises("GET /ui/documents/{doc_id}", "GET /ui/documents/{doc_id}/original",
+           "GET /ui/documents")
 def document_pages(d: Driver) -> None:
     for i in range(PAGES * 4):
         tenant = d.tenants()[i % 2]
         principal, doc = d.principal(tenant), d.doc(tenant)
         client, _ = d.session(tenant, principal)
+        if i < PAGES:  # the list of what the principal may read: titles screened as above
+            d.request("GET /ui/documents", tenant, principal, "GET", "/ui/documents",
+                      client=client)
         d.request("GET /ui/documents/{doc_id}", tenant, principal, "GET",
                   f"/ui/documents/{doc.node_id}", client=client)
         d.request("GET /ui/documents/{doc_id}/original", tenant, principal, "GET",
                   f"/ui/documents/{doc.node_id}/original", client=client)
+
+
+@exercises("GET /ui/upload", "POST /ui/upload", "GET /ui/upload/{run_id}")
+def upload_pages(d: Driver) -> None:
+    """An ingester uploads a file quoting a marker it wrote (quarantined: its label is
+    undeclared); another ingester's view of the run never names it."""
+    for i in range(4):
+        tenant = d.tenants()[i % 2]
+        submitter, other = d.rng.sample(d.u.worlds[tenant].users, 2)
+        unreadable = [doc for doc in d.u.worlds[tenant].docs
+                      if not d.oracles[tenant].may_read(other, doc)]
+        hidden = d.rng.choice(unreadable).marker if unreadable else "none"
+        name, body = f"console-upload-{i}-{d.rng.randrange(10**6)}.md", BROKEN.format(
+            marker=hidden)
+        client, csrf = d.session(tenant, submitter, "ingester")
+        d.request("GET /ui/upload", tenant, submitter, "GET", "/ui/upload", client=client)
+        posted = d.request("POST /ui/upload", tenant, submitter, "POST", "/ui/upload",
+                           client=client, data={"csrf": csrf}, supplied=body + name,
+                           files=[("files", (name, body.encode(), "text/markdown"))])
+        location = posted.headers.get("location", "")
+        d.checks.check("POST /ui/upload", location.startswith("/ui/upload/"), posted.text[:300])
+        run_id = location.rsplit("/", 1)[-1]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and d.http.get(
+                f"/v1/ingest/{run_id}", headers=d.headers(tenant, submitter, "ingester")
+        ).json().get("status") == "RUNNING":
+            time.sleep(0.05)
+        d.request("GET /ui/upload/{run_id}", tenant, submitter, "GET", location,
+                  client=client, supplied=body + name)
+        theirs, _ = d.session(tenant, other, "ingester")
+        seen = d.request("GET /ui/upload/{run_id}", tenant, other, "GET", location,
+                         client=theirs)
+        d.checks.check("GET /ui/upload/{run_id}", name not in seen.text,
+                       f"{other} saw the name {name} that {submitter} uploaded")
 
 
 @exercises("GET /ui/review", "POST /ui/review/sire/{sire_id}",

@@ -14,7 +14,7 @@ from fastapi import APIRouter
 from starlette.responses import Response
 
 from affidavit.errors import NotFound
-from affidavit.service.console import audit_pages, pages
+from affidavit.service.console import audit_pages, history, listing, pages, upload
 from affidavit.service.console.render import SECURITY_HEADERS
 
 STATIC = Path(__file__).parent / "static"
@@ -36,6 +36,9 @@ async def static_file(name: str) -> Response:
 
 router = APIRouter()
 router.include_router(pages.router)
+router.include_router(history.router)
+router.include_router(listing.router)
+router.include_router(upload.router)
 router.include_router(audit_pages.router)
 router.include_router(static_router)
 

@@ -9,15 +9,19 @@ showing the verified result fragment from ``/ui/ask/result/{request_id}``.
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from starlette.responses import RedirectResponse, Response
 
 from affidavit.errors import AffidavitError, InputRejected
 from affidavit.original import original_file, original_offer
-from affidavit.query import new_request_id
+from affidavit.query import Engine, new_request_id
+from affidavit.service.auth import Credential
 from affidavit.service.console.render import SECURITY_HEADERS, html, page, who
 from affidavit.service.console.session import (
     COOKIE,
@@ -26,7 +30,7 @@ from affidavit.service.console.session import (
     check_csrf,
     sessions,
 )
-from affidavit.service.console.views import answer_view, document
+from affidavit.service.console.views import AnswerView, answer_view, document
 from affidavit.service.document_routes import REMOVED_PAGES_HEADER
 from affidavit.service.schemas import QueryRequest, check_query_length
 from affidavit.service.state import service_state
@@ -35,6 +39,8 @@ from affidavit.service.stream_routes import answer_stream
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
 LOGIN_CSRF_COOKIE = "affidavit_console_login"
+MAX_TURNS = 20
+_REQUEST_ID = re.compile(r"[\w-]{1,80}")
 CSRF_HEADER = "x-csrf-token"
 
 
@@ -96,23 +102,38 @@ async def logout(request: Request) -> Response:
 
 # ---------------------------------------------------------------------- Ask
 
+def thread_ids(value: str) -> list[str]:
+    """The earlier turns of a conversation, oldest first, as the follow-up form carries
+    them: request ids only (each read again through the ledger view rules), the last
+    ``MAX_TURNS`` kept."""
+    ids = [part for part in value.split(",") if _REQUEST_ID.fullmatch(part)]
+    return list(dict.fromkeys(ids))[-MAX_TURNS:]
+
+
 async def _ask_page(request: Request, visitor: Visitor, request_id: str | None,
-                    question: str = "") -> Response:
+                    thread: list[str]) -> Response:
     state = service_state(request)
     caller = visitor.credential
-    answer = None
+    answer, turns = None, []
     if request_id:
         answer = await state.call(caller, lambda engine: answer_view(engine, caller,
                                                                      request_id))
-        question = question or answer.question
+        # Each earlier turn through the same view: another's record reads like none.
+        turns = [await state.call(caller, _viewer(caller, rid)) for rid in thread]
     return html("ask.html", me=await who(request, caller), visitor=visitor, active="ask",
-                answer=answer, question=question)
+                answer=answer, question=answer.question if answer else "", turns=turns,
+                thread=thread if answer else [], followup=True)
+
+
+def _viewer(caller: Credential, request_id: str) -> Callable[[Engine], AnswerView]:
+    return lambda engine: answer_view(engine, caller, request_id)
 
 
 @router.get("/ask")
-async def ask_form(request: Request, request_id: str | None = None) -> Response:
-    return await page(request, "query",
-                      lambda visitor: _ask_page(request, visitor, request_id))
+async def ask_form(request: Request, request_id: str | None = None,
+                   thread: str = "") -> Response:
+    return await page(request, "query", lambda visitor: _ask_page(
+        request, visitor, request_id, thread_ids(thread)))
 
 
 @router.post("/ask")
@@ -130,7 +151,10 @@ async def ask(request: Request) -> Response:
         request_id = new_request_id()
         await state.call(caller, lambda engine: engine.ask(caller.principal, question,
                                                            request_id=request_id))
-        return RedirectResponse(f"/ui/ask?request_id={request_id}", status_code=303,
+        thread = thread_ids(str(form.get("thread", "")))
+        query = urlencode({"request_id": request_id, **({"thread": ",".join(thread)}
+                                                         if thread else {})})
+        return RedirectResponse(f"/ui/ask?{query}", status_code=303,
                                 headers=SECURITY_HEADERS)
     return await page(request, "query", build)
 
@@ -153,7 +177,8 @@ async def ask_result(request: Request, request_id: str) -> Response:
         caller = visitor.credential
         answer = await service_state(request).call(
             caller, lambda engine: answer_view(engine, caller, request_id))
-        return html("_answer.html", answer=answer)
+        return html("_answer.html", answer=answer, visitor=visitor, followup=True,
+                    thread=[])
     return await page(request, "query", build)
 
 

@@ -18,6 +18,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from affidavit.errors import AffidavitError, LimitExceeded, NotFound, RoleRefused
 from affidavit.service.auth import Credential
+from affidavit.service.console.markdown import markdown_html, marked_html
 from affidavit.service.console.session import (
     CsrfRejected,
     LoginRequired,
@@ -32,8 +33,10 @@ HERE = Path(__file__).parent
 TEMPLATES = Environment(loader=FileSystemLoader(HERE / "templates"),
                         autoescape=select_autoescape(["html"]), trim_blocks=True,
                         lstrip_blocks=True)
-# Answer text with citation markers, used by the answer fragment wherever it is included.
-TEMPLATES.globals.update(marked=marked, claim_marked=claim_marked)
+# Answer text with citation markers, used by the answer fragment wherever it is included;
+# Markdown (answers, cards, the reader) always through the one sanitising renderer.
+TEMPLATES.globals.update(marked=marked, claim_marked=claim_marked, marked_html=marked_html,
+                         markdown_html=markdown_html)
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
                                "img-src 'self'; connect-src 'self'; form-action 'self'; "

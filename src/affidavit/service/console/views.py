@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from affidavit.answer.citations import SRC_PATTERN
+from affidavit.answer.gate import BLOCKED, REQUIRES_SPEC, GateDecision, shown_answer
 from affidavit.errors import NotFound
 from affidavit.ledger.chain import verify_chain
 from affidavit.ledger.record import WITHHELD, redact_for
@@ -78,6 +79,7 @@ class AnswerView:
     asked_by: str
     question: str
     answer_withheld: bool = False
+    refused: bool = False
     layers_available: dict[str, Any] = field(default_factory=dict)
 
 
@@ -151,16 +153,34 @@ def _answer_from(engine: Engine, caller: Credential, record_id: str, record_hash
     claims = record.get("claims")
     answer = record.get("answer")
     layers = record.get("layers_available")
+    reasons = [str(r) for r in _listed(record.get("reasons"))]
+    refused = was_refused(str(record.get("output_state", "")), reasons,
+                          len(claims) if isinstance(claims, list) else 0)
     return AnswerView(
         request_id=str(record.get("request_id", "")), record_id=record_id,
         record_hash=record_hash, output_state=str(record.get("output_state", "")),
         answer=answer if isinstance(answer, str) and answer != WITHHELD else "",
-        reasons=[str(r) for r in _listed(record.get("reasons"))],
-        claims=claims if isinstance(claims, list) else [], cited=cited, unused=unused,
+        reasons=reasons,
+        # A refused answer's claims are its draft: the page shows the refusal instead.
+        claims=claims if isinstance(claims, list) and not refused else [], cited=cited,
+        unused=unused, refused=refused,
         withheld=hidden_in_record + in_documents, withheld_labels=labels,
         asked_by=str(record.get("principal", "")), question=_text(record.get("query")),
         answer_withheld=answer == WITHHELD,
         layers_available=layers if isinstance(layers, dict) else {})
+
+
+_SHOWN = "\x00shown"
+
+
+def was_refused(output_state: str, reasons: list[str], claim_count: int) -> bool:
+    """Whether the gate put its refusal in place of the draft (the gate's own rule, asked
+    of the recorded state and reasons). An answer without claims is refused when its
+    state says so: a vetted FAQ answer has none and is shown."""
+    if not claim_count:
+        return output_state in (BLOCKED, REQUIRES_SPEC)
+    decision = GateDecision(output_state, tuple(reasons))
+    return shown_answer(decision, _SHOWN, claim_count) != _SHOWN
 
 
 @dataclass(frozen=True)
