@@ -182,12 +182,13 @@ def test_an_faq_entry_does_not_follow_a_taken_over_id(run: Run, tmp_path: Path) 
     ingest(run, corpus)
     assert run("identity", "resolve", "z-copy.md", "--take-over", "--by", "ops:ann")[0] == 0
     ingest(run, corpus)
+    # (approved before asking: a replay of a record made before an approval would differ)
+    assert run("sire", "approve", "--all", "--by", "curator")[0] == 0
     asked = as_json(run("ask", "Which class applies to short flights?", "--as", "user:bob",
                         "--json")[1])
     assert "FAQ_SHORT_CIRCUIT" not in asked["reasons"]
-    # an entry vetted again after the take-over, against the new owner's text, is served
-    # once that text is approved, and only as far as it says what the text says
-    assert run("sire", "approve", "--all", "--by", "curator")[0] == 0
+    # an entry vetted again after the take-over, against the new owner's text, is used,
+    # and only as far as it says what the text says
     revetted = entry.replace('"Economy class."', '"Business class applies to every flight."')
     faq.write_text(revetted + 'vetted_at = "2999-01-01T00:00:00Z"\n' +
                    _vetted_against(INTRUDER), encoding="utf-8")

@@ -163,9 +163,6 @@ def _check_retrieval(run: _Replay, store: Store, settings: Settings, record: Map
     if not run.compare("retrieval", record.get("retrieved"), now):
         return
     active = store.active_sire(tenant, [c.chunk.version_id for c in candidates])
-    if _sire_states_changed(record, candidates, active):
-        run.skipped.append("gates: SIRE approvals changed since the record was made")
-        return
     gates = [sire_gate(candidates, active)]
     scope = (record.get("request") or {}).get("subject_scope")
     if scope:  # the request's subject scope override, as logged
@@ -175,19 +172,6 @@ def _check_retrieval(run: _Replay, store: Store, settings: Settings, record: Map
     context = restricted_exit(ranked, limit=settings.answer.max_evidence)
     run.compare("gates", record.get("gates"),
                 [*(gate.to_dict() for gate in gates), context.to_dict()])
-
-
-def _sire_states_changed(record: Mapping[str, Any], candidates: Sequence[ScoredChunk],
-                         active: Mapping[str, Any]) -> bool:
-    """Whether a candidate's source was approved, or lost its approval, since the record:
-    the SIRE gate then decides otherwise, rightly, and is not a difference to report."""
-    logged = record.get("gates") or []
-    if not logged or logged[0].get("gate") != "sire":
-        return False
-    was_unapproved = {str(d["chunk_id"]) for d in logged[0].get("dropped", [])
-                      if d.get("reason") == "NO_ACTIVE_SIRE"}
-    unapproved = {c.chunk.chunk_id for c in candidates if c.chunk.version_id not in active}
-    return was_unapproved != unapproved
 
 
 def _replay_rerank(run: _Replay, settings: Settings, record: Mapping[str, Any],
