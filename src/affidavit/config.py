@@ -69,6 +69,19 @@ class StoreSettings:
 
 
 @dataclass(frozen=True)
+class OcrSettings:
+    """OCR of PDF pages without a text layer (the ``ocr`` extra and Debian's tesseract-ocr;
+    affidavit.extract.ocr). Pages whose mean word confidence (0-100) is below
+    ``min_confidence`` are left out and recorded; ``max_pages`` caps the pages read."""
+
+    enabled: bool = False
+    languages: tuple[str, ...] = ("eng",)
+    min_confidence: float = 60.0
+    dpi: int = 200
+    max_pages: int = 200
+
+
+@dataclass(frozen=True)
 class IngestSettings:
     max_document_bytes: int = 20 * 1024 * 1024
     max_line_chars: int = 1_000_000
@@ -92,6 +105,9 @@ class IngestSettings:
     # transient transport failures: tries before a document is quarantined
     fetch_attempts: int = 3
     fetch_backoff_seconds: float = 0.5
+    # [ingest.ocr]: travels with the limits every extract() call already passes, so a
+    # relabel or drift check reads a scan exactly as its ingestion did
+    ocr: OcrSettings = field(default_factory=OcrSettings)
 
 
 @dataclass(frozen=True)

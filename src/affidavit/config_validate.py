@@ -40,6 +40,7 @@ def validate(settings: Settings) -> None:
     _validate_tenant_policies(settings, source)
     _validate_egress(settings, source)
     _validate_store(settings, source)
+    _validate_ocr(settings, source)
     validate_gate(settings.gate, source)
     if not 0 <= settings.answer.deep_reasoning_draws <= 16:  # stability.MAX_STABILITY_DRAWS
         raise ConfigurationError("must be between 0 and 16", key="answer.deep_reasoning_draws",
@@ -137,3 +138,20 @@ def _validate_store(settings: Settings, source: str) -> None:
     if not 1 <= settings.store.hnsw_ef_search <= HNSW_EF_SEARCH_MAX:
         raise ConfigurationError(f"must be 1 to {HNSW_EF_SEARCH_MAX} (pgvector's range)",
                                  key="store.hnsw_ef_search", source=source)
+
+
+def _validate_ocr(settings: Settings, source: str) -> None:
+    ocr = settings.ingest.ocr
+    # tesseract language codes: eng, deu, chi_sim; never a path
+    if not ocr.languages or not all(code.replace("_", "").isalnum() and code.isascii()
+                                    for code in ocr.languages):
+        raise ConfigurationError("must be tesseract language codes such as \"eng\"",
+                                 key="ingest.ocr.languages", source=source)
+    if not 0 <= ocr.min_confidence <= 100:
+        raise ConfigurationError("must be between 0 and 100", key="ingest.ocr.min_confidence",
+                                 source=source)
+    if not 50 <= ocr.dpi <= 600:
+        raise ConfigurationError("must be between 50 and 600", key="ingest.ocr.dpi",
+                                 source=source)
+    if ocr.max_pages < 1:
+        raise ConfigurationError("must be at least 1", key="ingest.ocr.max_pages", source=source)

@@ -56,9 +56,12 @@ class DocumentMetadata:
     classification: str | None = None
     oracle_id: str | None = None
     frameworks: tuple[str, ...] = ()
+    # (page, mean word confidence 0-100) of every page read by OCR; set by the PDF
+    # extractor, never by a source (affidavit.extract.ocr)
+    ocr_confidence: tuple[tuple[int, float], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        declared: dict[str, Any] = {
             "source_id": self.source_id,
             "title": self.title,
             "acl": list(self.acl) if self.acl is not None else None,
@@ -66,6 +69,9 @@ class DocumentMetadata:
             "oracle_id": self.oracle_id,
             "frameworks": list(self.frameworks),
         }
+        if self.ocr_confidence:  # absent otherwise: versions without OCR keep their bytes
+            declared["ocr_confidence"] = [list(entry) for entry in self.ocr_confidence]
+        return declared
 
     def merged_over(self, base: DocumentMetadata) -> DocumentMetadata:
         """Fields set here win over ``base`` (front matter over sidecar, for example)."""
@@ -78,6 +84,7 @@ class DocumentMetadata:
             ),
             oracle_id=self.oracle_id if self.oracle_id is not None else base.oracle_id,
             frameworks=self.frameworks or base.frameworks,
+            ocr_confidence=self.ocr_confidence or base.ocr_confidence,
         )
 
 

@@ -39,10 +39,12 @@ PDF_FORM_FIELD = "pdf_form_field"
 PDF_ATTACHMENT = "pdf_attachment"
 PDF_NAMES = "pdf_names"
 PDF_EARLIER_REVISION = "pdf_earlier_revision"
+PDF_OCR_LOW_CONFIDENCE = "pdf_ocr_low_confidence"  # scanned pages OCR could not read well
 YAML_COMMENT = "yaml_comment"
 
 PDF_KINDS = frozenset({PDF_INFO, PDF_XMP, PDF_OUTLINE, PDF_ANNOTATION, PDF_XOBJECT_TEXT,
-                       PDF_FORM_FIELD, PDF_ATTACHMENT, PDF_NAMES, PDF_EARLIER_REVISION})
+                       PDF_FORM_FIELD, PDF_ATTACHMENT, PDF_NAMES, PDF_EARLIER_REVISION,
+                       PDF_OCR_LOW_CONFIDENCE})
 """Every kind a PDF records."""
 
 

@@ -16,7 +16,8 @@ What the text layer leaves out (document information, outline, annotations, form
 attachments, form XObject text) is recorded for labelling (:mod:`.pdf_dropped`).
 
 Refusals: ``ENCRYPTED_PDF`` (no password is ever tried, not even the empty one),
-``TOO_MANY_PAGES``, ``NO_TEXT_LAYER`` (pages without text, as in a scan),
+``TOO_MANY_PAGES``, ``NO_TEXT_LAYER`` (pages without text, as in a scan, unless OCR
+reads them: :mod:`.ocr`, which adds its own reasons),
 ``EMPTY_DOCUMENT`` (no pages), ``PDF_LIMIT_EXCEEDED`` (a ``pypdf`` resource cap) and
 ``MALFORMED_PDF`` (anything else ``pypdf`` cannot read).
 """
@@ -36,17 +37,17 @@ from affidavit.errors import InputRejected
 from affidavit.extract.archive import RATIO_FLOOR_BYTES
 from affidavit.extract.decode import EMPTY_DOCUMENT
 from affidavit.extract.layout import PARAGRAPH, RenderedText
+from affidavit.extract.ocr import NO_TEXT_LAYER, read_scanned
 from affidavit.extract.pdf_dropped import dropped_content
-from affidavit.records import ExtractedDocument, ordered_unique
+from affidavit.records import DocumentMetadata, ExtractedDocument, ordered_unique
 
 ENCRYPTED_PDF = "ENCRYPTED_PDF"
 TOO_MANY_PAGES = "TOO_MANY_PAGES"
-NO_TEXT_LAYER = "NO_TEXT_LAYER"
 PDF_LIMIT_EXCEEDED = "PDF_LIMIT_EXCEEDED"
 MALFORMED_PDF = "MALFORMED_PDF"
 
 REASON_CODES = (ENCRYPTED_PDF, MALFORMED_PDF, NO_TEXT_LAYER, PDF_LIMIT_EXCEEDED, TOO_MANY_PAGES)
-"""Every reason code specific to PDF documents."""
+"""Every reason code specific to PDF documents with OCR off (OCR's own: ``ocr.REASON_CODES``)."""
 
 MAX_TITLE_CHARS = 120
 _MAX_LINKS_PER_PAGE = 1000
@@ -105,13 +106,17 @@ def _read(content: bytes, limits: IngestSettings) -> ExtractedDocument:
     rendered = RenderedText(max_paragraphs=limits.max_paragraphs)
     page_numbers: list[int] = []
     links: list[str] = []
+    layer = [_page_text(page) for page in pages]
+    # Pages without a text layer (scans) are read by OCR when it is on (.ocr)
+    scanned = read_scanned(content, [n for n, t in enumerate(layer, 1) if not t.strip()],
+                           limits.ocr)
     for number, page in enumerate(pages, start=1):
-        for block in _blocks(_page_text(page)):
+        for block in _blocks(scanned.texts.get(number, layer[number - 1])):
             if rendered.add(block, PARAGRAPH):
                 page_numbers.append(number)
         links.extend(_page_links(page))
     if not rendered.paragraphs:
-        raise InputRejected(NO_TEXT_LAYER, f"none of the {len(pages)} pages has a text layer")
+        raise scanned.refusal(len(pages))
     paragraphs = tuple(
         dataclasses.replace(paragraph, page=page_numbers[paragraph.index])
         for paragraph in rendered.paragraphs
@@ -124,7 +129,8 @@ def _read(content: bytes, limits: IngestSettings) -> ExtractedDocument:
         format="pdf",
         title=_info_title(reader) or (first if len(first) <= MAX_TITLE_CHARS else None),
         links=ordered_unique(links),
-        dropped=dropped_content(reader, pages, content),
+        metadata=DocumentMetadata(ocr_confidence=scanned.confidence),
+        dropped=dropped_content(reader, pages, content) + scanned.dropped,
     )
 
 
