@@ -56,14 +56,14 @@ def add_service_commands(sub: Any, common: argparse.ArgumentParser,
 
 
 def cmd_keys(ctx: Context) -> int:
-    from affidavit.audit import changes as audited
+    from affidavit.service import keys as api_keys
     from affidavit.audit import operator_actor
     from affidavit.service.keys import describe
 
     args = ctx.args
     store = ctx.store(create=True)
     if args.keys_action == "create":
-        issued = audited.issue_api_key(store, ctx.tenant, args.principal, role=args.role,
+        issued = api_keys.issue_api_key(store, ctx.tenant, args.principal, role=args.role,
                                        expires=args.expires, actor=operator_actor(args.by))
         if args.json:
             print(json.dumps(issued.to_dict(), indent=2, sort_keys=True))
@@ -74,7 +74,7 @@ def cmd_keys(ctx: Context) -> int:
                   file=sys.stderr)
         return EXIT_OK
     if args.keys_action == "revoke":
-        if not audited.revoke_api_key(store, ctx.tenant, args.key_id,
+        if not api_keys.revoke_api_key(store, ctx.tenant, args.key_id,
                                       actor=operator_actor(args.by)):
             raise NotFound(f"no active key {args.key_id} in tenant {ctx.tenant}")
         print(f"revoked {args.key_id}")

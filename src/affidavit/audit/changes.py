@@ -23,7 +23,6 @@ from affidavit.audit.events import (
 )
 
 if TYPE_CHECKING:
-    from affidavit.service.keys import IssuedKey
     from affidavit.store.base import IdentityResolution, RelationTuple, Store
 
 
@@ -51,20 +50,6 @@ def revoke_labels(store: Store, tenant: str, subject: str, labels: Sequence[str]
                   actor: str) -> int:
     """Revoke ``labels`` from ``subject``; the number revoked, each one an event's worth."""
     return store.revoke(tenant, subject, labels, actor=actor)
-
-
-def issue_api_key(store: Store, tenant: str, principal: str, *, role: str,
-                  expires: str | None, actor: str) -> IssuedKey:
-    """Create an API key; the event names the key id, principal, role and expiry, never the
-    secret or its hash."""
-    from affidavit.service.keys import issue_key
-
-    return issue_key(store, tenant, principal, role=role, expires=expires, actor=actor)
-
-
-def revoke_api_key(store: Store, tenant: str, key_id: str, *, actor: str) -> bool:
-    """Revoke an API key; False when there is no active key with that id."""
-    return store.revoke_api_key(tenant, key_id, at=_now(), actor=actor)
 
 
 def release_quarantine(store: Store, tenant: str, run_id: str, alias: str, *,

@@ -15,6 +15,7 @@ from typing import Any
 from affidavit.classify.derived import model_labels, shown_to
 from affidavit.identity.sire_labels import sire_dict_shown_to
 from affidavit.index.serving import boundary_shown_to
+from affidavit.ledger.contents import evidence_chunk_ids
 from affidavit.records import AuthzContext, canonical_json
 from affidavit.references.citations import NO_CITATIONS, CitationDrafts
 from affidavit.store.base import ChunkRecord, LedgerEntry, Store
@@ -56,23 +57,6 @@ class LedgerWriter:
             record_effective_settings(self.store, tenant, version, actor=operator_actor())
             self._settings_recorded[tenant] = version
         return policy_version(self.store, tenant)
-
-
-def evidence_chunk_ids(record: dict[str, Any]) -> list[str]:
-    """Every chunk id whose text a record may contain (prompt evidence and citations)."""
-    ids = {c["chunk_id"] for c in record.get("citations", [])}
-    for gate in record.get("gates", []):
-        ids.update(gate.get("kept", []))
-    return sorted(ids)
-
-
-def referenced_chunk_ids(record: dict[str, Any]) -> list[str]:
-    """Every chunk id a record names: retrieved, kept or dropped by a gate, or cited."""
-    ids = set(evidence_chunk_ids(record))
-    ids.update(r["chunk_id"] for r in record.get("retrieved", []))
-    for gate in record.get("gates", []):
-        ids.update(d["chunk_id"] for d in gate.get("dropped", []))
-    return sorted(ids)
 
 
 _SAFE_WHEN_WITHHELD = frozenset({

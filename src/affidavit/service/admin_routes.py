@@ -27,6 +27,7 @@ from affidavit.identity.lifecycle import approve_sire
 from affidavit.identity.sire_labels import sire_records_for
 from affidavit.query import Engine
 from affidavit.service.ingest_routes import ingest_jobs, run_screen
+from affidavit.service import keys as api_keys
 from affidavit.service.keys import describe
 from affidavit.service.schemas import PROBLEMS, RequestBody
 from affidavit.service.state import AdminCaller, IngestCaller, ReviewCaller, service_state
@@ -129,7 +130,7 @@ async def revoke(body: GrantBody, request: Request, caller: AdminCaller) -> dict
 @router.post("/v1/admin/keys", status_code=201, responses=PROBLEMS)
 async def create_key(body: KeyBody, request: Request, caller: AdminCaller) -> dict[str, Any]:
     """A key of the caller's tenant; ``key`` is shown in this response only."""
-    issued = await service_state(request).call(caller, lambda engine: audited.issue_api_key(
+    issued = await service_state(request).call(caller, lambda engine: api_keys.issue_api_key(
         engine.store, caller.tenant, body.principal, role=body.role, expires=body.expires,
         actor=caller.principal))
     return issued.to_dict()
@@ -145,7 +146,7 @@ async def list_keys(request: Request, caller: AdminCaller) -> dict[str, Any]:
 @router.post("/v1/admin/keys/{key_id}/revoke", responses=PROBLEMS)
 async def revoke_key(key_id: str, request: Request, caller: AdminCaller) -> dict[str, Any]:
     revoked = await service_state(request).call(
-        caller, lambda engine: audited.revoke_api_key(engine.store, caller.tenant, key_id,
+        caller, lambda engine: api_keys.revoke_api_key(engine.store, caller.tenant, key_id,
                                                       actor=caller.principal))
     if not revoked:
         raise NotFound(f"no active key {key_id}")

@@ -134,3 +134,16 @@ def _decode(encoded: str) -> str | None:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return None
     return tenant if tenant and tenant.isprintable() else None
+
+
+def issue_api_key(store: Store, tenant: str, principal: str, *, role: str,
+                  expires: str | None, actor: str) -> IssuedKey:
+    """Create an API key; the event names the key id, principal, role and expiry, never the
+    secret or its hash."""
+    return issue_key(store, tenant, principal, role=role, expires=expires, actor=actor)
+
+
+def revoke_api_key(store: Store, tenant: str, key_id: str, *, actor: str) -> bool:
+    """Revoke an API key; False when there is no active key with that id."""
+    at = datetime.now(UTC).isoformat(timespec="seconds")
+    return store.revoke_api_key(tenant, key_id, at=at, actor=actor)

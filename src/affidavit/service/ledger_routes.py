@@ -14,7 +14,8 @@ from fastapi import APIRouter, Request
 
 from affidavit.authz import may_view_record
 from affidavit.errors import NotFound
-from affidavit.ledger.record import WITHHELD, redact_for, referenced_chunk_ids
+from affidavit.ledger.contents import referenced_chunk_ids
+from affidavit.ledger.record import WITHHELD, redact_for
 from affidavit.ledger.replay_record import replay
 from affidavit.query import Engine
 from affidavit.service.auth import Credential
