@@ -58,7 +58,7 @@ def contains_any(text: str, phrases: list[str]) -> bool:
 
 
 def _cli(argv: list[str]) -> tuple[int, str]:
-    from affidavit.cli import main
+    from affidavit.cli.main import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):

@@ -32,9 +32,9 @@ from pathlib import Path
 
 from affidavit.authz import StoreAuthorizer, expand_tokens
 from affidavit.authz.tuples import document_object_tokens
-from affidavit.config import DEFAULT_LABELS, Settings
-from affidavit.index import Tokenizer, term_frequencies
-from affidavit.query import Engine
+from affidavit.config.settings import DEFAULT_LABELS, Settings
+from affidavit.engine.query import Engine
+from affidavit.index import term_frequencies
 from affidavit.records import (
     AuthzContext,
     Chunk,
@@ -45,7 +45,8 @@ from affidavit.records import (
     sha256_hex,
 )
 from affidavit.store import RelationTuple, SQLiteStore, VersionBundle
-from affidavit.store.sqlite_vectors import visibility_sql
+from affidavit.store.sqlite.vectors import visibility_sql
+from affidavit.text.tokenize import Tokenizer
 
 TENANT = "bench"
 NESTED = 20

@@ -34,7 +34,7 @@ import bm25s
 import numpy as np
 
 from affidavit.authz import StoreAuthorizer
-from affidavit.config import (
+from affidavit.config.settings import (
     DEFAULT_LABELS,
     AuthzSettings,
     ChunkingSettings,
@@ -42,22 +42,22 @@ from affidavit.config import (
     Settings,
     VectorSettings,
 )
+from affidavit.engine.query import Engine
 from affidavit.identity.lifecycle import approve_sires
 from affidavit.index import (
     EmbeddingBackend,
     MemoryIndex,
     SQLiteSnapshotSource,
-    Tokenizer,
     corpus_boundary,
     embed_missing,
     make_backend,
 )
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.records import AuthzContext, DocumentMetadata, SourceDocument, sha256_hex
 from affidavit.retrieval import HybridRetriever, rrf_fuse
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore
+from affidavit.text.tokenize import Tokenizer
 
 BENCH, HALF = "user:bench", "user:half"
 DEPTH = 1000

@@ -28,8 +28,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from affidavit.config import Settings
-from affidavit.ingest import Ingestor
+from affidavit.config.settings import Settings
+from affidavit.ingest.run import Ingestor
 from affidavit.records import DocumentMetadata, SourceDocument, sha256_hex
 from affidavit.store import SQLiteStore
 

@@ -36,15 +36,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from affidavit.answer import (
-    EvidenceItem,
-    LayerInput,
-    SentenceEncoder,
-    extract_claims,
-    verify_claims,
-)
-from affidavit.answer.nli import NliVerifier, load_verifier
-from affidavit.answer.verify import embedding_layer
+from affidavit.answer import SentenceEncoder, verify_claims
+from affidavit.answer.verify.claims_check import embedding_layer
+from affidavit.answer.verify.nli import NliVerifier, load_verifier
+from affidavit.llm.claims import extract_claims
+from affidavit.llm.evidence import EvidenceItem
+from affidavit.llm.layers import LayerInput
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared/data/scifact/claims-dev.jsonl"
 SRC = "a1b2c3d4"
@@ -193,7 +190,7 @@ def ceiling(rows: Sequence[dict[str, Any]], verifier: NliVerifier | None,
     """The best balanced accuracy of "L2 passes at coverage c, the nli support is at least
     s, its contradiction below k, the embedding score at least e" over a grid of all four,
     chosen on ``rows`` themselves: an upper bound on what thresholds can do."""
-    from affidavit.answer.nli import split_sentences
+    from affidavit.answer.verify.nli import split_sentences
 
     supported = [row["label"] == "SUPPORT" for row in rows]
     passes = {c: [status_of(row, c, []) == "VERIFIED" for row in rows] for c in COVERAGE_GRID}

@@ -27,11 +27,12 @@ from pathlib import Path
 import beir  # the SciFact loader, settings and ingest of benchmarks/beir.py
 
 from affidavit.authz import StoreAuthorizer
-from affidavit.index import Tokenizer, idf
+from affidavit.index import idf
 from affidavit.records import AuthzContext
 from affidavit.store import SQLiteStore
-from affidavit.store.base import LexicalHit
-from affidavit.store.sqlite_vectors import visibility_sql
+from affidavit.store.protocol import LexicalHit
+from affidavit.store.sqlite.vectors import visibility_sql
+from affidavit.text.tokenize import Tokenizer
 
 
 def table_bytes(conn: sqlite3.Connection, like: tuple[str, ...]) -> int:

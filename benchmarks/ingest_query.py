@@ -26,9 +26,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from affidavit.config import AuthzSettings, ChunkingSettings, Settings
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.config.settings import AuthzSettings, ChunkingSettings, Settings
+from affidavit.engine.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.records import DocumentMetadata, SourceDocument, sha256_hex
 from affidavit.store import SQLiteStore
 
@@ -120,9 +120,9 @@ def measure_vectors(store: SQLiteStore, settings: Settings, backend_name: str,
     """Vector ingest throughput: embed (a sample of) the chunks and store the vectors."""
     if backend_name == "none":
         return
-    from affidavit.config import VectorSettings
+    from affidavit.config.settings import VectorSettings
+    from affidavit.index.backends import make_backend
     from affidavit.index.embed import embed_missing
-    from affidavit.index.vectors import make_backend
 
     try:
         backend = make_backend(VectorSettings(backend=backend_name, batch_size=64))
@@ -154,7 +154,7 @@ def database_bytes(db: Path) -> int:
 
 def approve_all(db: Path, tenant: str) -> float:
     """``affidavit sire approve --all`` as an operator runs it; returns seconds."""
-    from affidavit.cli import main as cli_main
+    from affidavit.cli.main import main as cli_main
 
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
@@ -167,7 +167,7 @@ def approve_all(db: Path, tenant: str) -> float:
 
 def instrument(engine: Engine) -> dict[str, list[float]]:
     """Wrap the stages of Engine.ask with timers; returns the per-stage times (ms)."""
-    import affidavit.answering as answering_module
+    import affidavit.engine.answering as answering_module
 
     stages: dict[str, list[float]] = {}
 
@@ -185,7 +185,7 @@ def instrument(engine: Engine) -> dict[str, list[float]]:
     engine.store.active_sire = timed("sire_lookup", engine.store.active_sire)  # type: ignore[method-assign]
     engine.ledger.append = timed("ledger_append", engine.ledger.append)  # type: ignore[method-assign]
     engine.provider.generate = timed("generate", engine.provider.generate)  # type: ignore[method-assign]
-    # The answer stages are called from affidavit.answering, by the names it imported.
+    # The answer stages are called from affidavit.engine.answering, by the names it imported.
     for name in ("compile_prompt", "extract_claims", "verify_claims", "evaluate_layers"):
         setattr(answering_module, name, timed(name, getattr(answering_module, name)))
     return stages

@@ -16,7 +16,7 @@ import io
 import sys
 import time
 
-from affidavit.config import IngestSettings, OcrSettings
+from affidavit.config.settings import IngestSettings, OcrSettings
 from affidavit.extract import extract
 
 LINES = ("Clause {n}: the supplier delivers the goods", "within thirty days of the order.")

@@ -31,10 +31,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from affidavit.answer import EvidenceItem, decide, extract_atoms, extract_claims, verify_claims
-from affidavit.answer.atoms import Atom
-from affidavit.answer.facts import proper_names
-from affidavit.answer.text import _sentence_spans, content_terms, normalize_space
+from affidavit.answer import decide, verify_claims
+from affidavit.answer.verify.facts import proper_names
+from affidavit.llm.atoms import Atom, extract_atoms
+from affidavit.llm.claims import extract_claims
+from affidavit.llm.evidence import EvidenceItem
+from affidavit.llm.text import _sentence_spans, content_terms, normalize_space
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
 KINDS = ("number", "number_words", "unit_currency", "date", "negation", "entity_swap",

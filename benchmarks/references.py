@@ -27,10 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from affidavit.classify.policy import SensitivityPolicy
-from affidavit.config import Settings
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.config.settings import Settings
+from affidavit.engine.query import Engine
+from affidavit.ingest.run import Ingestor
+from affidavit.policy.policy import SensitivityPolicy
 from affidavit.references.links import add_reference
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore

@@ -46,11 +46,11 @@ from typing import Any
 
 import httpx
 
-from affidavit.config import load as load_settings
+from affidavit.config.loader import load as load_settings
 from affidavit.index.epochs import serving_epoch
 from affidavit.service import issue_key
 from affidavit.store import SQLiteStore
-from affidavit.store.base import RelationTuple, Store
+from affidavit.store.protocol import RelationTuple, Store
 
 HERE = Path(__file__).resolve().parent
 NOW = "2026-01-01T00:00:00+00:00"
@@ -98,7 +98,7 @@ def load_corpus(store: Store, corpus: Any, config: Path, *, bulk: bool) -> None:
     for bundles, _ in corpus.batches(SCALE.BULK_DOCS):
         bundles = [replace(b, label_epoch=epoch) for b in bundles]
         if bulk:
-            from affidavit.store.postgres_bulk import bulk_commit
+            from affidavit.store.postgres.bulk import bulk_commit
 
             bulk_commit(store, bundles)  # type: ignore[arg-type]
         else:
@@ -130,7 +130,7 @@ def free_port() -> int:
 def serving(config: Path, db: str, workers: int) -> Iterator[str]:
     """``affidavit serve`` in a child process; yields its base URL."""
     port = free_port()
-    command = [sys.executable, "-c", "import sys; from affidavit.cli import main; "
+    command = [sys.executable, "-c", "import sys; from affidavit.cli.main import main; "
                "sys.exit(main())", "--config", str(config), "--db", db, "serve", "--port",
                str(port), "--workers", str(workers)]
     process = subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -288,7 +288,7 @@ def bench_sqlite(corpus: Any, queries: list[str], args: argparse.Namespace,
 
 def bench_postgres(corpus: Any, queries: list[str], args: argparse.Namespace,
                    workdir: Path) -> bool:
-    from affidavit.store.postgres import PostgresStore
+    from affidavit.store.postgres.store import PostgresStore
 
     print("postgres, 2 worker processes")
     with warnings.catch_warnings():

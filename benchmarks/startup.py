@@ -4,7 +4,7 @@
 
 Prints the median over ``--runs`` fresh interpreters of:
 
-* the ``-X importtime`` cumulative time of ``import affidavit.cli`` (and of every import the
+* the ``-X importtime`` cumulative time of ``import affidavit.cli.main`` (and of every import the
   interpreter made, ``site`` included);
 * the wall time of ``affidavit --help`` (and its CPU time, which other load on the
   machine moves much less);
@@ -32,7 +32,7 @@ from pathlib import Path
 
 # The console script ``affidavit`` does exactly this; running it through the interpreter
 # lets ``-X importtime`` apply and needs no script on PATH.
-ENTRY = "import sys; from affidavit.cli import main; sys.exit(main())"
+ENTRY = "import sys; from affidavit.cli.main import main; sys.exit(main())"
 SEARCH = ["search", "hotel limit", "--as", "user:sam.reed"]
 # Bytecode is cached as for any installed package (any value of this variable, even "0",
 # would make every run compile every module again).
@@ -110,8 +110,8 @@ def main() -> int:
         cli_import, all_import = [], []
         for _ in range(runs):
             report = import_times(run([sys.executable, "-X", "importtime", "-c",
-                                       "import affidavit.cli"], workdir).stderr)
-            cli_import.append(report.get("affidavit.cli", 0) / 1e6)
+                                       "import affidavit.cli.main"], workdir).stderr)
+            cli_import.append(report.get("affidavit.cli.main", 0) / 1e6)
             all_import.append(sum(report.values()) / 1e6)
         help_runs = [timed(cli("--help"), workdir) for _ in range(runs)]
         search_runs = [timed(cli(*SEARCH), workdir) for _ in range(runs)]
@@ -121,7 +121,7 @@ def main() -> int:
         baseline = [timed([sys.executable, "-c", "pass"], workdir) for _ in range(runs)]
 
     print(f"median of {runs} runs ({sys.version.split()[0]}, {os.cpu_count()} CPUs)")
-    print(f"  import affidavit.cli (-X importtime):  {median(cli_import):.3f} s "
+    print(f"  import affidavit.cli.main (-X importtime):  {median(cli_import):.3f} s "
           f"(every import of the process: {median(all_import):.3f} s)")
     print(f"  affidavit --help wall time:            {medians(help_runs)}")
     print(f"  affidavit search wall time:            {medians(search_runs)}; "

@@ -32,15 +32,10 @@ from ingest_query import (
     percentile,
 )
 
-from affidavit import telemetry
-from affidavit.config import (
-    AuthzSettings,
-    ChunkingSettings,
-    Settings,
-    TelemetrySettings,
-)
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.config.settings import AuthzSettings, ChunkingSettings, Settings, TelemetrySettings
+from affidavit.engine.query import Engine
+from affidavit.ingest.run import Ingestor
+from affidavit.observability import traces as telemetry
 from affidavit.store import SQLiteStore
 
 

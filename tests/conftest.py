@@ -32,7 +32,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         s = SQLiteStore(tmp_path / "contract.db")
     else:
         cluster: PgCluster = request.getfixturevalue("pg_cluster")  # skips if no server
-        from affidavit.store.postgres import PostgresStore
+        from affidavit.store.postgres.store import PostgresStore
 
         s = PostgresStore(cluster.new_database("contract"))
     try:

@@ -57,7 +57,7 @@ class PgCluster:
     def _ensure_template(self) -> None:
         if self._template_ready:
             return
-        from affidavit.store.postgres import PostgresStore
+        from affidavit.store.postgres.store import PostgresStore
 
         self.admin(f"CREATE DATABASE {TEMPLATE_DB}")
         PostgresStore(self.dsn(TEMPLATE_DB)).close()

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from affidavit.onnx_models import file_digest
+from affidavit.util.onnx import file_digest
 
 MODEL_FILE = "minilm_int8.onnx"
 TOKENIZER_FILE = "minilm.tokenizer.json"

@@ -10,7 +10,7 @@ Reads the model directory ``training/train_nli_cross.py`` wrote and writes, into
 
 Calibration uses ``shared/data/nli/dev.jsonl`` only, split in two by a hash of the claim:
 each pair is scored the way the layer scores a claim (its premise split into sentences,
-the premises :func:`affidavit.answer.nli.premise_units` picks), the thresholds are chosen
+the premises :func:`affidavit.answer.verify.nli.premise_units` picks), the thresholds are chosen
 on the *calibration* half and the figures reported on the *held* half. The support
 threshold is the one with the best balanced accuracy of entailment against the rest; the
 contradiction threshold the lowest whose CONTRADICT labels reach
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from affidavit.answer.nli import (
+from affidavit.answer.verify.nli import (
     MODEL_FILE,
     SETTINGS_FILE,
     TOKENIZER_FILE,

@@ -20,8 +20,8 @@ from affidavit.errors import (
 )
 
 if TYPE_CHECKING:
-    from affidavit.config import Settings
-    from affidavit.config import load as load_settings
+    from affidavit.config.loader import load as load_settings
+    from affidavit.config.settings import Settings
 
 __version__ = "0.1.0"
 
@@ -29,13 +29,13 @@ __version__ = "0.1.0"
 # module (say ``affidavit.records``, or the command line to print its help) does not import
 # every stage.
 _LAZY = {
-    "Settings": "affidavit.config",
-    "load_settings": "affidavit.config",
-    "Ingestor": "affidavit.ingest",
-    "RunSummary": "affidavit.ingest",
-    "AskResult": "affidavit.query",
-    "Engine": "affidavit.query",
-    "SearchHit": "affidavit.query",
+    "Settings": "affidavit.config.settings",
+    "load_settings": "affidavit.config.loader",
+    "Ingestor": "affidavit.ingest.run",
+    "RunSummary": "affidavit.ingest.run",
+    "AskResult": "affidavit.engine.query",
+    "Engine": "affidavit.engine.query",
+    "SearchHit": "affidavit.engine.query",
     "SQLiteStore": "affidavit.store",
     "Store": "affidavit.store",
     "open_store": "affidavit.store",
@@ -48,7 +48,7 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module 'affidavit' has no attribute {name!r}")
     import importlib
 
-    # ``load_settings`` is the public name of ``affidavit.config.load``.
+    # ``load_settings`` is the public name of ``affidavit.config.loader.load``.
     return getattr(importlib.import_module(module), "load" if name == "load_settings" else name)
 
 __all__ = [

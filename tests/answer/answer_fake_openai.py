@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from affidavit.answer.echo_alignment import PROBE_TEXTS
+from affidavit.llm.echo_alignment import PROBE_TEXTS
 
 
 @dataclass

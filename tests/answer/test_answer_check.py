@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from affidavit.answer import extract_claims
-from affidavit.answer.check import check_claim, parse_claim_line
-from affidavit.answer.nli import load_verifier
-from affidavit.cli_verify import check_claim_lines, marked_answer
+from affidavit.answer.verify.check import check_claim, parse_claim_line
+from affidavit.answer.verify.nli import load_verifier
+from affidavit.cli.verify import check_claim_lines, marked_answer
 from affidavit.errors import InputRejected
+from affidavit.llm.claims import extract_claims
 
 EVIDENCE = ["The nightly hotel limit in London is GBP 185.",
             "Breakfast up to GBP 15 per night may be claimed."]

@@ -13,20 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import affidavit.answer
-from affidavit.answer import (
-    CompiledPrompt,
-    EvidenceItem,
-    classify_zone,
-    compile_prompt,
-    load_template,
-)
 from affidavit.errors import ConfigurationError, InputRejected
+from affidavit.llm.compiler import CompiledPrompt, classify_zone, compile_prompt, load_template
+from affidavit.llm.evidence import EvidenceItem
 
 GOLDEN = Path(__file__).parent / "golden" / "cfpo-v1-basic.txt"
 
 # Executed both here and in a fresh interpreter, so that both compile the very same inputs.
 BUILD = '''
-from affidavit.answer import EvidenceItem, compile_prompt, load_template
+from affidavit.llm import EvidenceItem, compile_prompt, load_template
 
 EVIDENCE = [
     EvidenceItem("a1b2c3d4", "a1b2c3d4" + "0" * 56, "n1", "Security handbook", "p. 4",

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from affidavit.answer import EvidenceItem, decide, extract_atoms, extract_claims, verify_claims
-from affidavit.answer.facts import claim_conflicts
-from affidavit.answer.gate import AUTHORIZED, BLOCKED, PARTIAL, GateDecision
+from affidavit.answer import decide, verify_claims
+from affidavit.answer.verify.facts import claim_conflicts
+from affidavit.answer.verify.gate import AUTHORIZED, BLOCKED, PARTIAL, GateDecision
+from affidavit.llm.atoms import extract_atoms
+from affidavit.llm.claims import extract_claims
+from affidavit.llm.evidence import EvidenceItem
 
 HOTELS = ("The nightly hotel limit in London is GBP 185. The nightly hotel limit in Manchester "
           "is GBP 140. Expense claims must be submitted within 14 days of the trip.")

@@ -7,20 +7,19 @@ import math
 
 import pytest
 
-from affidavit.answer import (
-    EvidenceItem,
-    LayerInput,
-    ThinkStreamFilter,
+from affidavit.answer import stability_layer, verify_claims
+from affidavit.errors import InputRejected
+from affidavit.llm.attribution import (
     TokenScores,
     claim_segments,
-    extract_claims,
+    confidence_layer,
+    derived_offsets,
     span_score,
-    stability_layer,
-    strip_think_blocks,
-    verify_claims,
 )
-from affidavit.answer.attribution import confidence_layer, derived_offsets
-from affidavit.errors import InputRejected
+from affidavit.llm.claims import extract_claims
+from affidavit.llm.evidence import EvidenceItem
+from affidavit.llm.layers import LayerInput
+from affidavit.llm.providers import ThinkStreamFilter, strip_think_blocks
 
 EVIDENCE = {"b2c3d4e5": EvidenceItem("b2c3d4e5", "b2c3d4e5" + "0" * 56, "n", "Policy", "",
                                      "Access rights are reviewed quarterly by the owner.",

@@ -21,12 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.answer import extract_claims
-from affidavit.answer.check import check_claim
-from affidavit.answer.claims import Claim
-from affidavit.answer.evidence import EvidenceItem
-from affidavit.answer.layers import NLI, LayerInput
-from affidavit.answer.nli import (
+from affidavit.answer.verify.check import check_claim
+from affidavit.answer.verify.claims_check import (
+    PARTIALLY_VERIFIED,
+    REFUSED,
+    UNVERIFIED,
+    VERIFIED,
+    verify_claims,
+)
+from affidavit.answer.verify.nli import (
     CLASSES,
     MODEL_FILE,
     SETTINGS_FILE,
@@ -41,13 +44,9 @@ from affidavit.answer.nli import (
     premise_units,
     split_sentences,
 )
-from affidavit.answer.verify import (
-    PARTIALLY_VERIFIED,
-    REFUSED,
-    UNVERIFIED,
-    VERIFIED,
-    verify_claims,
-)
+from affidavit.llm.claims import Claim, extract_claims
+from affidavit.llm.evidence import EvidenceItem
+from affidavit.llm.layers import NLI, LayerInput
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "affidavit" / "answer"
@@ -349,7 +348,7 @@ def test_without_the_nli_extra_the_layer_is_recorded_unavailable_not_an_error(
     script = textwrap.dedent(f"""
         import json, sys
         sys.modules[{module!r}] = None
-        from affidavit.answer.check import check_claim
+        from affidavit.answer.verify.check import check_claim
         line = check_claim("c1", "The limit is GBP 185.", ["The limit is GBP 185."]).to_dict()
         print(json.dumps(line))
     """)

@@ -10,26 +10,17 @@ import httpx
 import pytest
 from answer_fake_openai import FakeOpenAI, Scripted, chat, echo, sse
 
-from affidavit.answer import (
-    ClaimVerdict,
-    EvidenceItem,
-    GateDecision,
-    GuardedProvider,
-    OpenAIProvider,
-    ProviderRequest,
-    RestrictedGuard,
-    compile_prompt,
-    decide,
-    evaluate_layers,
-    extract_claims,
-    strip_fabricated,
-    strip_think_blocks,
-    verify_claims,
-)
-from affidavit.answer.openai import render_for_scoring
-from affidavit.config import ProviderSettings
+from affidavit.answer import ClaimVerdict, GateDecision, decide, evaluate_layers, verify_claims
+from affidavit.config.settings import ProviderSettings
 from affidavit.errors import ProviderError, RestrictedContentError
-from affidavit.retry import JITTER
+from affidavit.llm.citations import strip_fabricated
+from affidavit.llm.claims import extract_claims
+from affidavit.llm.compiler import compile_prompt
+from affidavit.llm.evidence import EvidenceItem
+from affidavit.llm.guard import GuardedProvider, RestrictedGuard
+from affidavit.llm.openai import OpenAIProvider, render_for_scoring
+from affidavit.llm.providers import ProviderRequest, strip_think_blocks
+from affidavit.util.retry import JITTER
 
 RESTRICTED_TEXT = ("The acquisition of Harrow Mutual closes on 14 March at a price of "
                    "ninety million pounds, known only to the board.")

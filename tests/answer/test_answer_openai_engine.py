@@ -11,10 +11,10 @@ import pytest
 from answer_fake_openai import FakeOpenAI, chat
 from tests.e2e.test_invariants import ingest_examples
 
-from affidavit.answer import OpenAIProvider
-from affidavit.answer.guard import normalize_for_match
-from affidavit.config import ProviderSettings, Settings
-from affidavit.query import Engine
+from affidavit.config.settings import ProviderSettings, Settings
+from affidavit.engine.query import Engine
+from affidavit.llm.guard import normalize_for_match
+from affidavit.llm.openai import OpenAIProvider
 from affidavit.store import SQLiteStore
 
 

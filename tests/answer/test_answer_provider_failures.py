@@ -1,5 +1,5 @@
 """Each way a provider server fails gives a ProviderError naming the URL, the HTTP status and
-the server's message, retried exactly when retrying is right (one policy: affidavit.retry)."""
+the server's message, retried exactly when retrying is right (one policy: affidavit.util.retry)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ from collections.abc import Iterator
 import pytest
 from answer_fake_openai import FakeOpenAI, Scripted, chat
 
-from affidavit.answer import EvidenceItem, OpenAIProvider, ProviderRequest, compile_prompt
-from affidavit.config import ProviderSettings
+from affidavit.config.settings import ProviderSettings
 from affidavit.errors import ProviderError
-from affidavit.retry import JITTER, MAX_RETRY_AFTER_SECONDS, RetryPolicy, TryAgain
+from affidavit.llm.compiler import compile_prompt
+from affidavit.llm.evidence import EvidenceItem
+from affidavit.llm.openai import OpenAIProvider
+from affidavit.llm.providers import ProviderRequest
+from affidavit.util.retry import JITTER, MAX_RETRY_AFTER_SECONDS, RetryPolicy, TryAgain
 
 EVIDENCE = [EvidenceItem("a1b2c3d4", "a1b2c3d4" + "0" * 56, "node-1", "Access policy", "",
                          "Access rights are reviewed quarterly.", "INTERNAL")]

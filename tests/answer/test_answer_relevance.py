@@ -3,20 +3,14 @@ the extractive provider refuses rather than quoting unrelated sentences."""
 
 from __future__ import annotations
 
-from affidavit.answer import (
-    EvidenceItem,
-    ExtractiveProvider,
-    GuardedProvider,
-    ProviderRequest,
-    RestrictedGuard,
-    compile_prompt,
-    decide,
-    extract_claims,
-    governed_refusal,
-    verify_claims,
-)
-from affidavit.answer.gate import AUTHORIZED, REQUIRES_SPEC, shown_answer
-from affidavit.answer.relevance import NO_SUBJECT_IN_SCOPE, question_coverage
+from affidavit.answer import decide, governed_refusal, verify_claims
+from affidavit.answer.verify.gate import AUTHORIZED, REQUIRES_SPEC, shown_answer
+from affidavit.llm.claims import extract_claims
+from affidavit.llm.compiler import compile_prompt
+from affidavit.llm.evidence import EvidenceItem
+from affidavit.llm.guard import GuardedProvider, RestrictedGuard
+from affidavit.llm.providers import ExtractiveProvider, ProviderRequest
+from affidavit.llm.relevance import NO_SUBJECT_IN_SCOPE, question_coverage
 
 TRAVEL = ("Travel costs are reimbursed when booked through the travel portal. "
           "Alcohol is not reimbursed.")

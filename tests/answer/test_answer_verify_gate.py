@@ -8,20 +8,18 @@ from affidavit.answer import (
     CLAIM_STATUSES,
     OUTPUT_STATES,
     ClaimVerdict,
-    EvidenceItem,
-    ExtractiveProvider,
-    GuardedProvider,
-    ProviderRequest,
-    RestrictedGuard,
-    compile_prompt,
     decide,
-    extract_claims,
     governed_refusal,
-    strip_fabricated,
     verify_claims,
 )
-from affidavit.answer.gate import GateDecision
+from affidavit.answer.verify.gate import GateDecision
 from affidavit.errors import InputRejected
+from affidavit.llm.citations import strip_fabricated
+from affidavit.llm.claims import extract_claims
+from affidavit.llm.compiler import compile_prompt
+from affidavit.llm.evidence import EvidenceItem
+from affidavit.llm.guard import GuardedProvider, RestrictedGuard
+from affidavit.llm.providers import ExtractiveProvider, ProviderRequest
 
 
 def _item(src: str, text: str) -> EvidenceItem:

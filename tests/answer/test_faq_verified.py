@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.cli import main
+from affidavit.cli.main import main
 
 POLICY = ("---\nsource_id: travel-1\ntitle: Travel policy\nacl: [\"*\"]\n---\n# Travel\n\n"
           "## Hotels\n\nThe nightly hotel limit in London is GBP 185.\n")

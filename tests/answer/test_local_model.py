@@ -19,17 +19,17 @@ from typing import Any
 
 import pytest
 
-from affidavit import config as config_module
-from affidavit.answer.attribution import TokenScores
-from affidavit.answer.guard import RestrictedGuard
-from affidavit.answer.local import LocalProvider
-from affidavit.answer.providers import ProviderRequest, ProviderResponse
-from affidavit.config import Settings
-from affidavit.demo import local_model_settings
+from affidavit.config import loader as config_module
+from affidavit.config.settings import Settings
+from affidavit.engine.demo import local_model_settings
+from affidavit.engine.query import AskResult, Engine
+from affidavit.engine.replay import replay
 from affidavit.identity.lifecycle import approve_sire
-from affidavit.ingest import Ingestor
-from affidavit.ledger.replay_record import replay
-from affidavit.query import AskResult, Engine
+from affidavit.ingest.run import Ingestor
+from affidavit.llm.attribution import TokenScores
+from affidavit.llm.guard import RestrictedGuard
+from affidavit.llm.local import LocalProvider
+from affidavit.llm.providers import ProviderRequest, ProviderResponse
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
 
@@ -182,9 +182,9 @@ def test_a_question_the_corpus_cannot_answer_requires_spec(workspace: Workspace)
 @pytest.fixture(scope="module")
 def small_request() -> ProviderRequest:
     require_local_model()
-    from affidavit.answer.compiler import compile_prompt
-    from affidavit.answer.evidence import EvidenceItem
-    from affidavit.answer.template import load_template
+    from affidavit.llm.compiler import compile_prompt
+    from affidavit.llm.evidence import EvidenceItem
+    from affidavit.llm.template import load_template
 
     evidence = [EvidenceItem(src="a1b2c3d4", chunk_id="c1", node_id="d1", title="Travel",
                              locator="p1", label="INTERNAL",

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.answer.compiler import compile_prompt
-from affidavit.answer.evidence import EvidenceItem
-from affidavit.answer.local import INSTALL_HINT, LocalProvider, default_model_path
-from affidavit.answer.providers import ProviderRequest
-from affidavit.cli import main
-from affidavit.config import LocalModelSettings
+from affidavit.cli.main import main
+from affidavit.config.settings import LocalModelSettings
 from affidavit.errors import ProviderError
+from affidavit.llm.compiler import compile_prompt
+from affidavit.llm.evidence import EvidenceItem
+from affidavit.llm.local import INSTALL_HINT, LocalProvider, default_model_path
+from affidavit.llm.providers import ProviderRequest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

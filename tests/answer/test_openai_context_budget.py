@@ -13,11 +13,11 @@ import pytest
 from answer_fake_openai import FakeOpenAI, chat
 from tests.e2e.test_invariants import ingest_examples
 
-from affidavit.answer import OpenAIProvider
-from affidavit.answer.context_budget import estimated_tokens, fit_evidence
-from affidavit.config import ProviderSettings, Settings
+from affidavit.config.settings import ProviderSettings, Settings
+from affidavit.engine.query import Engine
 from affidavit.errors import ConfigurationError
-from affidavit.query import Engine
+from affidavit.llm.context_budget import estimated_tokens, fit_evidence
+from affidavit.llm.openai import OpenAIProvider
 from affidavit.store import SQLiteStore
 
 QUESTION = "What is the nightly hotel limit?"

@@ -10,21 +10,17 @@ from __future__ import annotations
 import pytest
 from answer_fake_openai import EchoModel, FakeOpenAI, Scripted, chat
 
-from affidavit.answer import (
-    EvidenceItem,
-    GuardedProvider,
-    OpenAIProvider,
-    ProviderRequest,
-    RestrictedGuard,
-    compile_prompt,
-    evaluate_layers,
-    extract_claims,
-)
-from affidavit.answer.echo_alignment import PROBE_TEXTS, SCORING_PREFIXES
-from affidavit.answer.layers import LayerInput
-from affidavit.answer.openai import render_for_scoring
-from affidavit.config import ProviderSettings
+from affidavit.answer import evaluate_layers
+from affidavit.config.settings import ProviderSettings
 from affidavit.errors import ProviderError, RestrictedContentError
+from affidavit.llm.claims import extract_claims
+from affidavit.llm.compiler import compile_prompt
+from affidavit.llm.echo_alignment import PROBE_TEXTS, SCORING_PREFIXES
+from affidavit.llm.evidence import EvidenceItem
+from affidavit.llm.guard import GuardedProvider, RestrictedGuard
+from affidavit.llm.layers import LayerInput
+from affidavit.llm.openai import OpenAIProvider, render_for_scoring
+from affidavit.llm.providers import ProviderRequest
 
 RESTRICTED_TEXT = "The Harrow Mutual acquisition closes on 14 March, known only to the board."
 EVIDENCE = [EvidenceItem("b2c3d4e5", "b2c3d4e5" + "0" * 56, "node-2", "Access policy", "",

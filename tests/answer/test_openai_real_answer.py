@@ -17,9 +17,9 @@ import pytest
 from tests.answer.test_openai_real_server import server  # noqa: F401  (the fixture)
 from tests.e2e.test_invariants import ingest_examples
 
-from affidavit.answer import OpenAIProvider
-from affidavit.config import ProviderSettings
-from affidavit.query import Engine
+from affidavit.config.settings import ProviderSettings
+from affidavit.engine.query import Engine
+from affidavit.llm.openai import OpenAIProvider
 
 pytestmark = pytest.mark.llm
 

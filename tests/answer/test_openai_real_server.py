@@ -27,18 +27,18 @@ from typing import Any
 import httpx
 import pytest
 
-from affidavit.answer.attribution import TokenScores, confidence_layer, contrastive_layer
-from affidavit.answer.claims import extract_claims
-from affidavit.answer.compiler import compile_prompt
-from affidavit.answer.control_tokens import inert_control_tokens
-from affidavit.answer.echo_alignment import EchoAlignment, probe_alignment
-from affidavit.answer.evidence import EvidenceItem
-from affidavit.answer.guard import GuardedProvider, RestrictedGuard
-from affidavit.answer.local import LocalProvider, _log_softmax, default_model_path
-from affidavit.answer.openai import OpenAIProvider, render_for_scoring
-from affidavit.answer.providers import ProviderRequest
-from affidavit.answer.template import load_template
-from affidavit.config import LocalModelSettings, ProviderSettings
+from affidavit.config.settings import LocalModelSettings, ProviderSettings
+from affidavit.llm.attribution import TokenScores, confidence_layer, contrastive_layer
+from affidavit.llm.claims import extract_claims
+from affidavit.llm.compiler import compile_prompt
+from affidavit.llm.control_tokens import inert_control_tokens
+from affidavit.llm.echo_alignment import EchoAlignment, probe_alignment
+from affidavit.llm.evidence import EvidenceItem
+from affidavit.llm.guard import GuardedProvider, RestrictedGuard
+from affidavit.llm.local import LocalProvider, _log_softmax, default_model_path
+from affidavit.llm.openai import OpenAIProvider, render_for_scoring
+from affidavit.llm.providers import ProviderRequest
+from affidavit.llm.template import load_template
 
 pytestmark = pytest.mark.llm
 

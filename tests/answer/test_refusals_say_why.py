@@ -10,10 +10,10 @@ from pathlib import Path
 
 from tests.e2e.test_invariants import EXAMPLES, ingest_examples
 
-from affidavit.answer import ScriptedProvider
-from affidavit.config import load
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.config.loader import load
+from affidavit.engine.query import Engine
+from affidavit.ingest.run import Ingestor
+from affidavit.llm.providers import ScriptedProvider
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
 

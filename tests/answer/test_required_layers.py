@@ -12,11 +12,14 @@ from typing import Any
 import pytest
 from tests.e2e.conftest import EXAMPLES, Run, as_json, run  # noqa: F401
 
-from affidavit import config
-from affidavit.answer import EvidenceItem, LayerInput, decide, extract_claims, verify_claims
-from affidavit.answer.proof import EPISTEMIC_LIMITS, proof_depth
-from affidavit.config_gate import GateSettings
+from affidavit.answer import decide, verify_claims
+from affidavit.answer.verify.proof import EPISTEMIC_LIMITS, proof_depth
+from affidavit.config import loader as config
+from affidavit.config.gate import GateSettings
 from affidavit.errors import ConfigurationError
+from affidavit.llm.claims import extract_claims
+from affidavit.llm.evidence import EvidenceItem
+from affidavit.llm.layers import LayerInput
 
 EVIDENCE = {"a1b2c3d4": EvidenceItem(
     "a1b2c3d4", "a1b2c3d4" + "0" * 56, "node", "Contract", "",
@@ -80,8 +83,8 @@ def test_an_unknown_required_layer_is_a_configuration_error(tmp_path: Path) -> N
 
 
 def test_the_layer_names_are_the_ones_the_verifier_writes() -> None:
-    from affidavit.answer.layers import MODEL_LAYERS
-    from affidavit.config_gate import LAYER_NAMES
+    from affidavit.config.gate import LAYER_NAMES
+    from affidavit.llm.layers import MODEL_LAYERS
 
     (verdict,) = verify_claims(extract_claims(ANSWER), EVIDENCE)
     assert set(verdict.layers) == set(LAYER_NAMES)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 
-from affidavit.bindings import ContentBinding, text_sha256
 from affidavit.classify.document import label_document
 from affidavit.classify.model import ModelParagraphClassifier
 from affidavit.classify.overrides import LabelOverride
-from affidavit.classify.policy import SensitivityPolicy
-from affidavit.config import ModelClassifierSettings, SensitivitySettings, Settings
+from affidavit.config.settings import ModelClassifierSettings, SensitivitySettings, Settings
 from affidavit.extract import extract
+from affidavit.policy.policy import SensitivityPolicy
+from affidavit.text.bindings import ContentBinding, text_sha256
 from tests.answer.answer_fake_openai import FakeOpenAI, chat, fake_openai
 
 __all__ = ["fake_openai"]

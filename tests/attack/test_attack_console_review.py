@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from affidavit.engine.query import Engine
 from affidavit.identity.lifecycle import approve_sires
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
-from affidavit.service.auth import Credential
+from affidavit.ingest.run import Ingestor
+from affidavit.service.api.auth import Credential
 from affidavit.service.console.review import proposals
 from affidavit.sources import source_for
 from affidavit.store import SQLiteStore

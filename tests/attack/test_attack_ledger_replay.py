@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from affidavit.query import Engine
-from affidavit.service.auth import Credential
+from affidavit.engine.query import Engine
+from affidavit.service.api.auth import Credential
 from affidavit.service.console.views import answer_view, replay_record
 from affidavit.store import SQLiteStore
 from tests.canary.conftest import RESTRICTED_DOC

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from affidavit.telemetry import id_hash
+from affidavit.observability.traces import id_hash
 from tests.service.conftest import Deployment, RunningService, build_deployment
 
 GUESSES = ("user:sam", "board/minutes.md", "canary")

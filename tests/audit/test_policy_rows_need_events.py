@@ -14,11 +14,11 @@ from tests.postgres.test_postgres_rls import A, B, populate
 
 from affidavit.authz.context import StoreAuthorizer
 from affidavit.authz.tuples import parse_tuple
-from affidavit.config import Settings
+from affidavit.config.settings import Settings
 from affidavit.errors import AuthenticationError
-from affidavit.store.base import Store
-from affidavit.store.postgres_migrations import TENANT_SETTING
-from affidavit.store.sqlite import SQLiteStore
+from affidavit.store.postgres.migrations import TENANT_SETTING
+from affidavit.store.protocol import Store
+from affidavit.store.sqlite.store import SQLiteStore
 
 T = "default"
 MALLORY = "user:mallory"
@@ -65,7 +65,7 @@ def test_grant_inserted_without_event_grants_nothing(store: Store) -> None:
 
 
 def test_api_key_inserted_without_event_authenticates_nobody(store: Store) -> None:
-    from affidavit.service.keys import issue_key, resolve_key
+    from affidavit.authz.keys import issue_key, resolve_key
 
     issued = issue_key(store, T, "user:alice", role="reader")
     assert resolve_key(store, issued.key)[1].principal == "user:alice"
@@ -90,8 +90,8 @@ POLICY_REFERENCE_KEY_TABLES = ("relation_tuples", "label_grants", "policy_events
 
 @pytest.fixture(scope="module")
 def two_tenant_app_dsn(pg_cluster: object) -> Iterator[str]:
-    from affidavit.store.postgres import PostgresStore
-    from affidavit.store.postgres_setup import DEFAULT_APP_ROLE, app_dsn_for
+    from affidavit.store.postgres.setup import DEFAULT_APP_ROLE, app_dsn_for
+    from affidavit.store.postgres.store import PostgresStore
 
     owner = pg_cluster.new_database("policyrls")  # type: ignore[attr-defined]
     store = PostgresStore(owner, pool_size=1)

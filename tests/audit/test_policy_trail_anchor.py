@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from affidavit.audit.chain import GENESIS_HASH, event_hash
-from affidavit.cli import main
+from affidavit.cli.main import main
 
 DB_ARGS = ("--tenant", "default")
 

@@ -9,7 +9,7 @@ from affidavit.authz import (
     parse_principal,
     parse_tuple,
 )
-from affidavit.config import Settings
+from affidavit.config.settings import Settings
 from affidavit.errors import AuthorizationError, InputRejected
 from affidavit.store import Store
 

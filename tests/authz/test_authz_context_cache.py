@@ -13,9 +13,9 @@ import sqlite3
 from pathlib import Path
 
 from affidavit.authz import parse_tuple
-from affidavit.config import Settings
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.config.settings import Settings
+from affidavit.engine.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
 

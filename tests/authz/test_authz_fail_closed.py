@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from affidavit.answer import ScriptedProvider
 from affidavit.authz import (
     FailClosedAuthorizer,
     StaticAuthorizer,
     StoreAuthorizer,
     parse_tuple,
 )
-from affidavit.config import Settings
+from affidavit.config.settings import Settings
+from affidavit.engine.query import Engine
 from affidavit.errors import AuthorizationError
 from affidavit.identity.lifecycle import approve_sire
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
+from affidavit.llm.providers import ScriptedProvider
 from affidavit.records import AuthzContext
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore

@@ -19,13 +19,13 @@ from affidavit.authz import (
     parse_tuple,
     subject_tokens,
 )
-from affidavit.config import Settings
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.config.settings import Settings
+from affidavit.engine.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.records import node_id_for
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
-from affidavit.store.base import RelationTuple
+from affidavit.store.protocol import RelationTuple
 
 NOW = "2026-01-01T00:00:00+00:00"
 

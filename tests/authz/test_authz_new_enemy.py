@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from affidavit.authz import may_view_record, parse_tuple
-from affidavit.config import Settings
+from affidavit.config.settings import Settings
+from affidavit.engine.ledger_record import redact_for
+from affidavit.engine.query import Engine
 from affidavit.identity.lifecycle import approve_sire
-from affidavit.ingest import Ingestor
-from affidavit.ledger.record import redact_for
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.records import node_id_for
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore

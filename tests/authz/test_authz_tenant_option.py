@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.cli import main
-from affidavit.config import load
+from affidavit.cli.main import main
+from affidavit.config.loader import load
 
 SETTINGS = """
 tenant = "acme"

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from affidavit.authz import FailClosedAuthorizer, StoreAuthorizer
-from affidavit.config import AclSettings, AuthzSettings, Settings, load
+from affidavit.config.loader import load
+from affidavit.config.settings import AclSettings, AuthzSettings, Settings
+from affidavit.engine.query import Engine
 from affidavit.errors import ConfigurationError
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.records import DocumentMetadata, SourceDocument, sha256_hex
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore

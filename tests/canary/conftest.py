@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from affidavit.cli import main
+from affidavit.cli.main import main
 
 Run = Callable[..., tuple[int, str, str]]
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.answer import ExtractiveProvider, ProviderRequest, ProviderResponse
-from affidavit.config import load
+from affidavit.config.loader import load
+from affidavit.engine.query import Engine
 from affidavit.identity.lifecycle import approve_sire
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
+from affidavit.llm.providers import ExtractiveProvider, ProviderRequest, ProviderResponse
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
 from tests.canary.conftest import CANARIES, RESTRICTED_DOC, SETTINGS, write_corpus

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 import affidavit.chunking as chunking_package
 from affidavit.chunking import chunk_document
-from affidavit.classify import build_segments
-from affidavit.config import ChunkingSettings
+from affidavit.config.settings import ChunkingSettings
 from affidavit.errors import ConfigurationError, InputRejected
+from affidavit.policy.segments import build_segments
 from affidavit.records import ChunkDraft, ExtractedDocument, Paragraph, ParagraphLabel, Segment
 
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from affidavit.chunking import split_sentences
 from affidavit.errors import InputRejected
+from affidavit.text.sentences import split_sentences
 
 
 def sentences(text: str) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.cli import main
+from affidavit.cli.main import main
 
 PII_LINE = "Write to the harbour master at master@example.com for berth changes."
 

@@ -12,17 +12,17 @@ import pytest
 from tests.answer.answer_fake_openai import FakeOpenAI, chat, fake_openai
 
 from affidavit.classify.document import label_document
-from affidavit.classify.labels import classify_paragraphs
 from affidavit.classify.model import (
     ModelParagraphClassifier,
     classifier_identity,
     label_sources,
     page_windows,
 )
-from affidavit.classify.policy import SensitivityPolicy
-from affidavit.config import ModelClassifierSettings, SensitivitySettings, Settings
+from affidavit.config.settings import ModelClassifierSettings, SensitivitySettings, Settings
 from affidavit.extract import extract
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
+from affidavit.policy.labels import classify_paragraphs
+from affidavit.policy.policy import SensitivityPolicy
 from affidavit.records import ExtractedDocument, Paragraph
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
@@ -147,9 +147,9 @@ def test_large_document_is_classified_in_windows_and_overlap_keeps_the_more_seve
 
 def test_local_classifier_is_its_own_epoch_and_an_unknown_provider_is_refused(
         fake_openai: FakeOpenAI) -> None:
-    from affidavit.answer.local import LocalProvider
     from affidavit.classify.epoch import label_epoch
     from affidavit.errors import ConfigurationError
+    from affidavit.llm.local import LocalProvider
 
     policy = SensitivityPolicy.from_settings(SensitivitySettings())
     local = ModelClassifierSettings(enabled=True, provider="local")

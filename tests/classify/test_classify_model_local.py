@@ -17,20 +17,24 @@ from pathlib import Path
 import pytest
 from tests.answer.test_local_model import require_local_model
 
-from affidavit.answer.attribution import TokenScores
-from affidavit.answer.guard import normalize_for_match
-from affidavit.answer.local import LocalProvider
-from affidavit.answer.providers import ProviderRequest, ProviderResponse
 from affidavit.classify.document import label_document
-from affidavit.classify.labels import classify_paragraphs
 from affidavit.classify.likelihood import candidate_labels, label_prompts
 from affidavit.classify.model import ModelParagraphClassifier, label_sources, page_windows
-from affidavit.classify.policy import SensitivityPolicy
-from affidavit.config import LocalModelSettings, ModelClassifierSettings, SensitivitySettings
-from affidavit.config import Settings as AllSettings
+from affidavit.config.settings import (
+    LocalModelSettings,
+    ModelClassifierSettings,
+    SensitivitySettings,
+)
+from affidavit.config.settings import Settings as AllSettings
 from affidavit.errors import RestrictedContentError
 from affidavit.extract import extract
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
+from affidavit.llm.attribution import TokenScores
+from affidavit.llm.guard import normalize_for_match
+from affidavit.llm.local import LocalProvider
+from affidavit.llm.providers import ProviderRequest, ProviderResponse
+from affidavit.policy.labels import classify_paragraphs
+from affidavit.policy.policy import SensitivityPolicy
 from affidavit.records import ExtractedDocument, Paragraph
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from affidavit import config
 from affidavit.audit import LABEL_OVERRIDE, record_policy_event
-from affidavit.cli import main
+from affidavit.cli.main import main
+from affidavit.config import loader as config
 from affidavit.service import create_app, issue_key
 from affidavit.store import SQLiteStore
 

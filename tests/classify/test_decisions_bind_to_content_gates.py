@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from affidavit.cli import main
+from affidavit.cli.main import main
 
 SETTINGS = ('[store]\ndb = "aff.db"\n\n[acl]\ndefault = ["user:rita"]\n\n'
             '[grants]\n"user:rita" = ["INTERNAL"]\n')

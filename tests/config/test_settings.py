@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from affidavit import config
+from affidavit.config import loader as config
 from affidavit.errors import ConfigurationError
 
 

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from affidavit import config
+from affidavit.config import loader as config
+from affidavit.config.settings import Settings
 from affidavit.errors import ConfigurationError
 
 
-def _load(tmp_path: Path, text: str) -> config.Settings:
+def _load(tmp_path: Path, text: str) -> Settings:
     path = tmp_path / "affidavit.toml"
     path.write_text(text)
     return config.load(path, environ={})

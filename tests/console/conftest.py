@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from affidavit.identity.lifecycle import approve_sires
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
 from affidavit.service import issue_key
 from affidavit.sources import source_for
 from affidavit.store import SQLiteStore

@@ -16,7 +16,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from affidavit.config import OidcSettings
+from affidavit.config.settings import OidcSettings
 from affidavit.service import issue_key
 from affidavit.store import SQLiteStore
 from tests.canary.conftest import CANARIES, canaries_except

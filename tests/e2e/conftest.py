@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from affidavit.cli import main
+from affidavit.cli.main import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

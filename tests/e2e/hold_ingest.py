@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from affidavit.config import Settings
-from affidavit.ingest import DocumentOutcome, Ingestor
+from affidavit.config.settings import Settings
+from affidavit.ingest.run import DocumentOutcome, Ingestor
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
 

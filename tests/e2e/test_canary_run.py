@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.cli import main
-from affidavit.config import load
+from affidavit.cli.main import main
+from affidavit.config.loader import load
 from tests.e2e.conftest import EXAMPLES, Run, as_json
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.config import Settings
-from affidavit.ingest import Ingestor
+from affidavit.config.settings import Settings
+from affidavit.ingest.run import Ingestor
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
 
@@ -89,7 +89,7 @@ def holder(corpus: Path, database: Path, tmp_path: Path) -> Iterator[Holder]:
 
 def affidavit(*args: str, cwd: Path) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AFFIDAVIT_")}
-    return subprocess.Popen([sys.executable, "-m", "affidavit.cli", *args], cwd=cwd, env=env,
+    return subprocess.Popen([sys.executable, "-m", "affidavit.cli.main", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

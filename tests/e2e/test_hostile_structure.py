@@ -14,8 +14,8 @@ import time
 import zlib
 from pathlib import Path
 
-from affidavit.config import IngestSettings, Settings
-from affidavit.ingest import Ingestor
+from affidavit.config.settings import IngestSettings, Settings
+from affidavit.ingest.run import Ingestor
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
 from tests.fixtures.hostile.build import long_key_spine_json

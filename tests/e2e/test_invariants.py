@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.answer import ExtractiveProvider, ProviderRequest, ProviderResponse
-from affidavit.config import load
+from affidavit.config.loader import load
+from affidavit.engine.query import Engine
 from affidavit.errors import AuthorizationError, LedgerError
 from affidavit.identity.lifecycle import approve_sire
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
+from affidavit.llm.providers import ExtractiveProvider, ProviderRequest, ProviderResponse
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
 from tests.e2e.conftest import EXAMPLES

@@ -25,7 +25,7 @@ def make_corpus(root: Path) -> None:
 
 def ingest(workdir: Path, corpus: Path, config: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "AFFIDAVIT_DB": str(workdir / "k.db"), "AFFIDAVIT_CONFIG": str(config)}
-    return subprocess.Popen([sys.executable, "-m", "affidavit.cli", "ingest", str(corpus),
+    return subprocess.Popen([sys.executable, "-m", "affidavit.cli.main", "ingest", str(corpus),
                              "--quiet"], cwd=workdir, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
 

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.answer import OpenAIProvider
 from affidavit.authz import StaticAuthorizer, parse_tuple
-from affidavit.config import AuthzSettings, ProviderSettings, RetrievalSettings, Settings
+from affidavit.config.settings import AuthzSettings, ProviderSettings, RetrievalSettings, Settings
+from affidavit.engine.query import Engine
 from affidavit.identity.lifecycle import approve_sires
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
+from affidavit.llm.openai import OpenAIProvider
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
-from affidavit.store.base import Store
+from affidavit.store.protocol import Store
 from tests.model_egress_server import RecordingModelServer
 
 TENANT = "acme"
@@ -124,7 +124,7 @@ def test_an_external_authorizer_is_held_to_the_engines_label_epoch(tmp_path: Pat
 def test_the_ledger_view_withholds_evidence_labelled_under_an_old_policy(
         tmp_path: Path) -> None:
     from affidavit.authz import FailClosedAuthorizer, StoreAuthorizer
-    from affidavit.ledger.record import redact_for
+    from affidavit.engine.ledger_record import redact_for
 
     store = SQLiteStore(tmp_path / "a.db")
     ingest(store, tmp_path / "corpus", SETTINGS)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.fixtures.hostile.build import MIB, ZipMember, spaces_member, zip_archive
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract.archive import ArchiveLimits, SafeZip
 

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import affidavit.extract as extract_package
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract import (
     BINARY_PARSERS,

@@ -18,7 +18,7 @@ from tests.fixtures.hostile.build import (
     zip_bomb_docx,
 )
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract import extract
 from affidavit.records import ExtractedDocument

@@ -15,10 +15,10 @@ from tests.fixtures.hostile.build import (
     text_pdf,
 )
 
-from affidavit.classify.dropped import dropped_labels, label_dropped
-from affidavit.classify.policy import SensitivityPolicy
-from affidavit.config import IngestSettings, SensitivitySettings
+from affidavit.config.settings import IngestSettings, SensitivitySettings
 from affidavit.extract import extract
+from affidavit.policy.dropped import dropped_labels, label_dropped
+from affidavit.policy.policy import SensitivityPolicy
 from affidavit.records import DroppedContent
 
 LIMITS = IngestSettings()

@@ -20,7 +20,7 @@ from tests.fixtures.hostile.build import (
     wide_header_csv,
 )
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract import REASON_CODES, extract
 

@@ -9,7 +9,7 @@ import time
 import pytest
 from tests.fixtures.hostile.build import MIB, text_pdf
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract import extract, guard
 from affidavit.extract.guard import MIN_MEMORY_BUDGET_BYTES, memory_budget, parse_isolated

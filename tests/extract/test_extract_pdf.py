@@ -19,11 +19,11 @@ from tests.fixtures.hostile.build import (
     text_pdf,
 )
 
-from affidavit.config import AclSettings, IngestSettings, Settings
+from affidavit.config.settings import AclSettings, IngestSettings, Settings
 from affidavit.errors import InputRejected
 from affidavit.extract import extract
 from affidavit.extract.pdf import pypdf_caps
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
 from affidavit.records import DocumentMetadata, ExtractedDocument, SourceDocument
 from affidavit.sources import StaticSource
 from affidavit.store import SQLiteStore

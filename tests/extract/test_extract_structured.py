@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract import extract
 from affidavit.records import ExtractedDocument

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract import extract
 from affidavit.records import ExtractedDocument

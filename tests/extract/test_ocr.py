@@ -15,11 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.config import AclSettings, IngestSettings, OcrSettings, SensitivitySettings, Settings
+from affidavit.config.settings import (
+    AclSettings,
+    IngestSettings,
+    OcrSettings,
+    SensitivitySettings,
+    Settings,
+)
+from affidavit.engine.query import Engine
 from affidavit.extract.ocr import ENABLE_HINT, tessdata_path
-from affidavit.ingest import Ingestor
-from affidavit.ingest_outcomes import RunSummary
-from affidavit.query import Engine
+from affidavit.ingest.outcomes import RunSummary
+from affidavit.ingest.run import Ingestor
 from affidavit.records import DocumentMetadata, SourceDocument
 from affidavit.sources import StaticSource
 from affidavit.store import SQLiteStore
@@ -144,7 +150,7 @@ def test_a_low_confidence_page_is_left_out_and_recorded(tmp_path: Path):
 
 
 def test_ocr_settings_are_read_from_ingest_ocr_and_validated(tmp_path: Path):
-    from affidavit.config import load
+    from affidavit.config.loader import load
     from affidavit.errors import ConfigurationError
 
     path = tmp_path / "affidavit.toml"

@@ -13,7 +13,7 @@ from typing import Any
 from tests.e2e.conftest import EXAMPLES, Run, as_json, run  # noqa: F401
 from tests.service.conftest import running_service
 
-from affidavit import config
+from affidavit.config import loader as config
 from affidavit.service import issue_key
 from affidavit.store import SQLiteStore
 

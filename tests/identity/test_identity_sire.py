@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from affidavit.config import SireSettings
+from affidavit.config.settings import SireSettings
 from affidavit.errors import ConfigurationError
 from affidavit.identity import (
     SireInputs,

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from affidavit.classify import SensitivityPolicy
-from affidavit.classify.labels import label_text
-from affidavit.cli import main
-from affidavit.config import SensitivitySettings, SireSettings
+from affidavit.cli.main import main
+from affidavit.config.settings import SensitivitySettings, SireSettings
 from affidavit.identity import SireInputs, propose_labelled_sire, sire_shown_to
 from affidavit.identity.sire_labels import SUBJECT_WITHHELD
+from affidavit.policy.labels import label_text
+from affidavit.policy.policy import SensitivityPolicy
 
 SECRET_WORD = "zephyrine"          # a significant word, only in the RESTRICTED paragraph
 SECRET_ACRONYM = "QVXZ"            # an acronym, only there too

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.config import Settings, SireSettings
+from affidavit.config.settings import Settings, SireSettings
+from affidavit.engine.query import Engine
 from affidavit.errors import InputRejected, NotFound
 from affidavit.identity.lifecycle import approve_sire, approve_sires
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
 

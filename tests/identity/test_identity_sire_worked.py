@@ -3,7 +3,7 @@ frameworks in R, two self-excluded defaults, and the Excluded cap in configurati
 
 from __future__ import annotations
 
-from affidavit.config import SireSettings
+from affidavit.config.settings import SireSettings
 from affidavit.identity import SireInputs, excluded_conflicts, propose_sire
 from affidavit.records import SireTuple
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from affidavit.identity import exclusion_hits, term_tokens
 from affidavit.identity.terms import display_term, fold, term_pattern
-from affidavit.index.tokenize import CJK_CLASS
+from affidavit.text.tokenize import CJK_CLASS
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from affidavit.index import Tokenizer, bm25_scores
+from affidavit.index import bm25_scores
+from affidavit.text.tokenize import Tokenizer
 
 TOLERANCE = 1e-6
 

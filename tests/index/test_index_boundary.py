@@ -23,7 +23,7 @@ from affidavit.index import (
     embed_missing,
     ledoit_wolf,
 )
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
 from affidavit.records import SourceDocument
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore

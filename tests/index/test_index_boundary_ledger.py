@@ -18,13 +18,13 @@ from scipy.stats import chi2
 from tests.retrieval.governed_corpus import document, governed_settings
 
 from affidavit.authz import StoreAuthorizer
-from affidavit.config import Settings, VectorSettings
+from affidavit.config.settings import Settings, VectorSettings
+from affidavit.engine.ledger_record import LedgerWriter, redact_for
+from affidavit.engine.query import AskResult, Engine
 from affidavit.identity.lifecycle import approve_sires
 from affidavit.index.boundary import DEGRADED_BOUNDARY
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
 from affidavit.ledger import replay, verify_chain
-from affidavit.ledger.record import LedgerWriter, redact_for
-from affidavit.query import AskResult, Engine
 from affidavit.records import AuthzContext, SourceDocument
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore, Store

@@ -15,7 +15,8 @@ import pytest
 from tests.model_egress_server import RecordingModelServer, vector_for
 from tests.retrieval.governed_corpus import document, governed_settings
 
-from affidavit.config import Settings, VectorSettings
+from affidavit.config.settings import Settings, VectorSettings
+from affidavit.engine.query import Engine
 from affidavit.identity.lifecycle import approve_sires
 from affidavit.index import HashEmbeddingBackend
 from affidavit.index.boundary import (
@@ -24,11 +25,10 @@ from affidavit.index.boundary import (
     BoundaryFailure,
 )
 from affidavit.index.openai_embeddings import _PROBE_TEXT
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore
-from affidavit.store.base import Store
+from affidavit.store.protocol import Store
 
 STAFF = ("group:staff#member",)
 TRAVEL = "The travel policy covers the hotel and the flight for every review trip."

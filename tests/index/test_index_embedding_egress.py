@@ -13,8 +13,8 @@ import pytest
 from tests.e2e.test_policy_in_force import approve_all
 from tests.model_egress_server import RecordingModelServer
 
-from affidavit.answer import OpenAIProvider
-from affidavit.config import (
+from affidavit.config.loader import load
+from affidavit.config.settings import (
     AclSettings,
     AuthzSettings,
     EgressSettings,
@@ -22,11 +22,11 @@ from affidavit.config import (
     RetrievalSettings,
     Settings,
     VectorSettings,
-    load,
 )
+from affidavit.engine.query import Engine
 from affidavit.errors import ConfigurationError
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
+from affidavit.llm.openai import OpenAIProvider
 from affidavit.records import DocumentMetadata, SourceDocument, sha256_hex
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore

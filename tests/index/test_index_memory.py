@@ -15,19 +15,19 @@ from tests.retrieval.governed_corpus import (
     synthetic_documents,
 )
 
-from affidavit.config import Settings
+from affidavit.config.settings import Settings
 from affidavit.index import (
     HashEmbeddingBackend,
     MemoryIndex,
     SQLiteSnapshotSource,
-    Tokenizer,
     embed_missing,
     idf,
 )
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
 from affidavit.records import AuthzContext
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore
+from affidavit.text.tokenize import Tokenizer
 
 QUERIES = ["travel hotel receipt", "board merger vote", "revenue income profit forecast",
            "privacy data retention", "the", "unknownword", "audit audit security"]

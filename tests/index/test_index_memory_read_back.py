@@ -21,10 +21,10 @@ from tests.retrieval.governed_corpus import (
 )
 
 from affidavit.authz import parse_tuple
-from affidavit.classify.derived import TITLE_WITHHELD
-from affidavit.config import SensitivitySettings, Settings
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.config.settings import SensitivitySettings, Settings
+from affidavit.engine.query import Engine
+from affidavit.ingest.run import Ingestor
+from affidavit.policy.derived import TITLE_WITHHELD
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
 

@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from affidavit.config import VectorSettings
-from affidavit.config_validate import validate
+from affidavit.config.settings import VectorSettings
+from affidavit.config.validate import validate
 from affidavit.errors import ConfigurationError
 from affidavit.index import minilm_onnx
+from affidavit.index.backends import make_backend
 from affidavit.index.minilm_onnx import (
     MODEL_FILE,
     SETTINGS_FILE,
@@ -34,7 +35,6 @@ from affidavit.index.minilm_onnx import (
     MiniLMOnnxBackend,
     packaged_model,
 )
-from affidavit.index.vectors import make_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -156,7 +156,7 @@ def test_a_missing_runtime_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
 ])
 def test_bad_runtime_settings_are_configuration_errors(vectors: dict[str, Any],
                                                        message: str) -> None:
-    from affidavit.config import Settings
+    from affidavit.config.settings import Settings
 
     settings = Settings(vectors=VectorSettings(**vectors))
     with pytest.raises(ConfigurationError, match=message):
@@ -166,9 +166,9 @@ def test_bad_runtime_settings_are_configuration_errors(vectors: dict[str, Any],
 def test_the_onnx_runtime_never_imports_torch() -> None:
     code = textwrap.dedent("""
         import sys
-        from affidavit.config import VectorSettings
+        from affidavit.config.settings import VectorSettings
         from affidavit.errors import ConfigurationError
-        from affidavit.index.vectors import make_backend
+        from affidavit.index.backends import make_backend
         backend = make_backend(VectorSettings(backend="minilm"))
         try:
             backend.embed_texts(["a text"])

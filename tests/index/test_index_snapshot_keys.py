@@ -19,7 +19,7 @@ from tests.retrieval.governed_corpus import (
 )
 
 from affidavit.index.snapshot import IndexSnapshot, SQLiteSnapshotSource, build_snapshot
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore
 

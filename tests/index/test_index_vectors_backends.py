@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from affidavit.config import VectorSettings
+from affidavit.config.settings import VectorSettings
 from affidavit.errors import ConfigurationError, ProviderError
 from affidavit.index import (
     BACKENDS,

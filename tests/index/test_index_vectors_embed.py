@@ -12,7 +12,7 @@ from tests.retrieval.governed_corpus import document, governed_settings, ingest,
 from affidavit.errors import ProviderError
 from affidavit.index import HashEmbeddingBackend, embed_missing, embed_query
 from affidavit.index.vectors import Vectors
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
 from affidavit.sources.memory import StaticSource
 
 

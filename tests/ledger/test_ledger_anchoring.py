@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from tests.conftest import BACKENDS
 from tests.pg_fixture import PgCluster
 
+from affidavit.engine.ledger_record import LedgerWriter
 from affidavit.errors import LedgerError
 from affidavit.ledger.chain import GENESIS_HASH, link_hash, record_hash, verify_chain
 from affidavit.ledger.checkpoint import (
@@ -25,7 +26,6 @@ from affidavit.ledger.checkpoint import (
     sign_checkpoint,
     verify_anchored,
 )
-from affidavit.ledger.record import LedgerWriter
 from affidavit.store import SQLiteStore, Store
 
 T = "acme"
@@ -85,7 +85,7 @@ def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Sto
         tamper = Tamperer("sqlite", str(tmp_path / "ledger.db"))
     else:
         cluster: PgCluster = request.getfixturevalue("pg_cluster")
-        from affidavit.store.postgres import PostgresStore
+        from affidavit.store.postgres.store import PostgresStore
 
         dsn = cluster.new_database("ledger")
         store = PostgresStore(dsn)
@@ -255,7 +255,7 @@ def legacy(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Sto
         tamper = Tamperer("sqlite", str(tmp_path / "legacy.db"))
     else:
         cluster: PgCluster = request.getfixturevalue("pg_cluster")
-        from affidavit.store.postgres import PostgresStore
+        from affidavit.store.postgres.store import PostgresStore
 
         dsn = cluster.new_database("legacy")
         store = PostgresStore(dsn)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.cli import main
-from affidavit.ledger.record import LedgerWriter
+from affidavit.cli.main import main
+from affidavit.engine.ledger_record import LedgerWriter
 from affidavit.store import SQLiteStore
 
 CANARY = "RESTRICTED-CANARY-7f3a Project Nightjar"

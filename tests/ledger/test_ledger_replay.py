@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from tests.e2e.test_invariants import ingest_examples
 
-from affidavit.answer import ScriptedProvider
-from affidavit.config import Settings
+from affidavit.config.settings import Settings
+from affidavit.engine.ledger_record import LedgerWriter
+from affidavit.engine.query import Engine, _Trace
+from affidavit.engine.replay import replay
 from affidavit.errors import NotFound
-from affidavit.ledger.record import LedgerWriter
-from affidavit.ledger.replay_record import replay
-from affidavit.query import Engine, _Trace
+from affidavit.llm.providers import ScriptedProvider
 from affidavit.records import ScoredChunk
 from affidavit.store import SQLiteStore
 
@@ -88,7 +88,7 @@ def test_retrieval_is_not_replayed_after_the_corpus_changed(
         examples: tuple[SQLiteStore, Settings], tmp_path: Path) -> None:
     store, settings = examples
     result = LoggingEngine(store, settings).ask("user:sam.reed", QUESTIONS[0])
-    from affidavit.ingest import Ingestor
+    from affidavit.ingest.run import Ingestor
     from affidavit.sources import LocalFolderSource
 
     folder = tmp_path / "more"

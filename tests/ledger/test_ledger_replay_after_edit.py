@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 
 from tests.store.test_store_chunk_ids_across_edits import EDITED, SECTIONS, SETTINGS, ingest, port
 
+from affidavit.engine.query import Engine
+from affidavit.engine.replay import replay
 from affidavit.identity.lifecycle import approve_sires
 from affidavit.ledger.contents import evidence_chunk_ids
-from affidavit.ledger.replay_record import replay
-from affidavit.query import Engine
-from affidavit.store.base import Store
+from affidavit.store.protocol import Store
 
 TENANT = SETTINGS.tenant
 

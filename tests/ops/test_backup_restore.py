@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from affidavit.audit.changes import grant_labels
-from affidavit.cli import main
-from affidavit.ledger.record import LedgerWriter
+from affidavit.cli.main import main
+from affidavit.engine.ledger_record import LedgerWriter
 from affidavit.store import SQLiteStore
 
 

@@ -16,7 +16,7 @@ DOCUMENTS = 400
 
 
 def _affidavit(cwd: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "affidavit.cli", *args]
+    return [sys.executable, "-m", "affidavit.cli.main", *args]
 
 
 def test_ctrl_c_during_ingest_says_what_was_committed_and_a_rerun_resumes(

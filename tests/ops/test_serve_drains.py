@@ -23,7 +23,7 @@ from tests.service.test_service_serve_cli import free_port
 
 
 def _cli(cwd: Path, *args: str) -> str:
-    return subprocess.run([sys.executable, "-m", "affidavit.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "affidavit.cli.main", *args], cwd=cwd,
                           capture_output=True, text=True, check=True, timeout=300).stdout
 
 
@@ -41,7 +41,7 @@ def test_serve_answers_the_request_in_flight_before_it_stops(tmp_path: Path) -> 
                               "--json"))["key"]
         port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("AFFIDAVIT_")}
-        server = subprocess.Popen([sys.executable, "-m", "affidavit.cli", "serve", "--port",
+        server = subprocess.Popen([sys.executable, "-m", "affidavit.cli.main", "serve", "--port",
                                    str(port)], cwd=tmp_path, env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         base = f"http://127.0.0.1:{port}"

@@ -21,7 +21,7 @@ def test_an_unwritable_ledger_makes_ask_exit_8_and_answer_nothing(tmp_path: Path
                      "SELECT RAISE(ABORT, 'disk I/O error'); END")
     conn.close()
     examples = Path(__file__).resolve().parents[2] / "examples" / "affidavit.toml"
-    done = subprocess.run([sys.executable, "-m", "affidavit.cli", "--config", str(examples),
+    done = subprocess.run([sys.executable, "-m", "affidavit.cli.main", "--config", str(examples),
                            "--db", str(tmp_path / "a.db"), "ask",
                            "What is the nightly hotel limit?", "--as", "user:sam.reed"],
                           capture_output=True, text=True, timeout=120)

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from affidavit.answer import ExtractiveProvider, ProviderRequest, ProviderResponse
 from affidavit.authz import may_view_record
-from affidavit.config import DEFAULT_LABELS, SensitivitySettings, Settings
+from affidavit.config.settings import DEFAULT_LABELS, SensitivitySettings, Settings
+from affidavit.engine.ledger_record import redact_for
+from affidavit.engine.query import Engine
 from affidavit.identity.lifecycle import approve_sire
-from affidavit.ingest import Ingestor
-from affidavit.ledger.record import redact_for
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
+from affidavit.llm.providers import ExtractiveProvider, ProviderRequest, ProviderResponse
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore, Store
 from tests.conftest import BACKENDS
@@ -103,7 +103,7 @@ def universe(request: pytest.FixtureRequest,
     store: Store | None = None
     if request.param == "postgres":
         cluster: PgCluster = request.getfixturevalue("pg_cluster")  # skips if no server
-        from affidavit.store.postgres import PostgresStore
+        from affidavit.store.postgres.store import PostgresStore
 
         store = PostgresStore(cluster.new_database("oracle"))
     built = build_universe(tmp_path_factory.mktemp("oracle"), store=store)

@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from affidavit.config import DEFAULT_LABELS
+from affidavit.config.settings import DEFAULT_LABELS
 from affidavit.records import node_id_for
-from affidavit.store.base import RelationTuple, Store
+from affidavit.store.protocol import RelationTuple, Store
 
 SOURCE_SYSTEM = "files"
 MARKER = re.compile(r"mk([ab])(\d{3})x")  # also inside identifiers: record_mka017x_

@@ -8,8 +8,8 @@ import io
 import json
 from contextlib import redirect_stderr, redirect_stdout
 
-from affidavit.cli import main as cli_main
-from affidavit.surfaces import Audience
+from affidavit.cli.main import main as cli_main
+from affidavit.service.surfaces import Audience
 from tests.oracle.surface_drivers import Driver, exercises
 
 BROKEN = "---\nclassification: NOPE\n---\n# unlabelled\n\nSome plain text.\n"

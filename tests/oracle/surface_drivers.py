@@ -1,10 +1,10 @@
-"""How the surface oracle reaches every registered surface of :mod:`affidavit.surfaces` and
+"""How the surface oracle reaches every registered surface of :mod:`affidavit.service.surfaces` and
 screens what comes back.
 
 * HTTP routes and console pages: the real application (``create_app``) in process, with an
   API key per (tenant, principal, role) issued in the oracle's store; pages through a signed-in
   console session per key.
-* CLI commands: ``affidavit.cli.main`` with ``--config``, ``--db`` and ``--tenant`` on the
+* CLI commands: ``affidavit.cli.main.main`` with ``--config``, ``--db`` and ``--tenant`` on the
   oracle's database, its output captured.
 * Signals: spans through an in-memory exporter, log lines through the JSON-lines formatter,
   metrics from the process registry's Prometheus text.
@@ -31,12 +31,12 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from affidavit import config as config_module
-from affidavit.cli import main as cli_main
-from affidavit.logs import JsonLineFormatter
+from affidavit.cli.main import main as cli_main
+from affidavit.config import loader as config_module
+from affidavit.observability.logs import JsonLineFormatter
 from affidavit.service import create_app, issue_key
+from affidavit.service.surfaces import Audience, surface
 from affidavit.store import SQLiteStore, Store
-from affidavit.surfaces import Audience, surface
 from tests.oracle.conftest import Universe
 from tests.oracle.oracle_world import DERIVED_MARKER, KEYWORDS, Doc, Oracle, vocabulary
 

@@ -1,4 +1,4 @@
-"""One exerciser per registered route and command of :mod:`affidavit.surfaces` (console
+"""One exerciser per registered route and command of :mod:`affidavit.service.surfaces` (console
 pages and signals: :mod:`tests.oracle.surface_pages`), each calling its surface as random
 principals of the oracle world and screening every reply (:meth:`Driver.screen`)."""
 

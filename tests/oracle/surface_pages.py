@@ -13,11 +13,11 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
+from affidavit.engine.query import Engine
 from affidavit.errors import NotFound, StoreError
-from affidavit.metrics import REGISTRY, SPECS, prometheus_name
-from affidavit.query import Engine
+from affidavit.observability.metrics import REGISTRY, SPECS, prometheus_name
 from affidavit.service import create_app
-from affidavit.surfaces import SURFACES, Kind
+from affidavit.service.surfaces import SURFACES, Kind
 from tests.oracle.surface_drivers import Driver, exercises, span_text
 from tests.oracle.surface_exercisers import BROKEN, echoed, question_for
 

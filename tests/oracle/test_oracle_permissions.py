@@ -45,9 +45,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from affidavit.classify.derived import HEADING_WITHHELD, TITLE_WITHHELD
+from affidavit.engine.query import SearchHit
 from affidavit.identity.sire_labels import sire_records_for
-from affidavit.query import SearchHit
+from affidavit.policy.derived import HEADING_WITHHELD, TITLE_WITHHELD
 from tests.oracle.conftest import Universe
 from tests.oracle.oracle_world import (
     DERIVED_MARKER,

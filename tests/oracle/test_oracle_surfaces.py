@@ -1,4 +1,5 @@
-"""The permissions oracle over every registered surface (:data:`affidavit.surfaces.SURFACES`).
+"""The permissions oracle over every registered surface
+(:data:`affidavit.service.surfaces.SURFACES`).
 
 The oracle world of ``oracle_world`` (two tenants, 240 generated documents, nested and
 cyclic groups) is served by the real application and the real CLI; the driver walks the
@@ -25,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from affidavit.surfaces import SURFACES, Kind
+from affidavit.service.surfaces import SURFACES, Kind
 from tests.oracle import surface_commands, surface_exercisers, surface_pages
 from tests.oracle.conftest import Universe, build_universe
 from tests.oracle.surface_drivers import (

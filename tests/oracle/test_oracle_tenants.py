@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.config import DEFAULT_LABELS, Settings
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.config.settings import DEFAULT_LABELS, Settings
+from affidavit.engine.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
-from affidavit.store.base import RelationTuple
+from affidavit.store.protocol import RelationTuple
 from tests.oracle.oracle_world import AT, World, generate_world, vocabulary
 
 AUDITOR = "user:auditor"

@@ -8,9 +8,9 @@ import threading
 import time
 from pathlib import Path
 
-from affidavit.query import Engine
+from affidavit.engine.query import Engine
 from affidavit.store import SQLiteStore
-from affidavit.store.base import HeadInfo
+from affidavit.store.protocol import HeadInfo
 from tests.e2e.test_invariants import ingest_examples
 
 

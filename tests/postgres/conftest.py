@@ -22,7 +22,7 @@ def owner_dsn(pg_cluster: PgCluster) -> str:
 
 @pytest.fixture
 def pg_store(owner_dsn: str) -> Iterator[object]:
-    from affidavit.store.postgres import PostgresStore
+    from affidavit.store.postgres.store import PostgresStore
 
     store = PostgresStore(owner_dsn)
     try:

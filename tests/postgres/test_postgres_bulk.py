@@ -10,8 +10,8 @@ import pytest
 from affidavit.errors import ConfigurationError, StoreError
 from affidavit.records import AuthzContext
 from affidavit.store import display_location, open_store
-from affidavit.store.postgres import PostgresStore
-from affidavit.store.postgres_bulk import bulk_commit, bulk_put_vectors
+from affidavit.store.postgres.bulk import bulk_commit, bulk_put_vectors
+from affidavit.store.postgres.store import PostgresStore
 from tests.pg_fixture import PgCluster
 from tests.postgres.conftest import make_bundle
 
@@ -47,7 +47,7 @@ def test_bulk_commit_writes_what_commit_version_writes(
                                      limit=20)
         assert len(hits) == 15
         # The copied postings name their versions: the readable-version plan finds them too.
-        monkeypatch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", 0)
+        monkeypatch.setattr("affidavit.store.postgres.lexical.SMALL_POSTINGS", 0)
         assert second.lexical_search(READER, {"alpha": 1.0}, k1=1.5, b=0.75, avg_length=2.0,
                                      limit=20) == hits
         assert second.explain_lexical(READER, {"alpha": 1.0}, k1=1.5, b=0.75,
@@ -79,6 +79,6 @@ def test_a_displayed_location_never_shows_a_password() -> None:
 
 
 def test_without_psycopg_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "affidavit.store.postgres", None)  # import fails
+    monkeypatch.setitem(sys.modules, "affidavit.store.postgres.store", None)  # import fails
     with pytest.raises(ConfigurationError, match="'postgres' extra"):
         open_store("postgresql://nobody@localhost/none")

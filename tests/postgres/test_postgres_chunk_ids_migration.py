@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from affidavit.store.postgres_migrations import POSTGRES_MIGRATIONS
+from affidavit.store.postgres.migrations import POSTGRES_MIGRATIONS
 from tests.pg_fixture import PgCluster
 from tests.store.test_store_chunk_ids_across_edits import (
     EDITED,
@@ -21,12 +21,12 @@ pytestmark = pytest.mark.postgres
 
 def test_a_database_written_before_migration_14_migrates_and_edits(
         pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch) -> None:
-    from affidavit.store.postgres import PostgresStore
+    from affidavit.store.postgres.store import PostgresStore
 
     pg_cluster.admin('CREATE DATABASE "chunk_ids_before_14"')
     dsn = pg_cluster.dsn("chunk_ids_before_14")
     # The store as it was before: the same code, every migration but 14.
-    monkeypatch.setattr("affidavit.store.postgres_setup.POSTGRES_MIGRATIONS",
+    monkeypatch.setattr("affidavit.store.postgres.setup.POSTGRES_MIGRATIONS",
                         tuple(m for m in POSTGRES_MIGRATIONS if m.version != 14))
     old_store = PostgresStore(dsn)
     try:
@@ -35,7 +35,7 @@ def test_a_database_written_before_migration_14_migrates_and_edits(
         (old_head,) = old_store.heads(TENANT)
     finally:
         old_store.close()
-    monkeypatch.setattr("affidavit.store.postgres_setup.POSTGRES_MIGRATIONS",
+    monkeypatch.setattr("affidavit.store.postgres.setup.POSTGRES_MIGRATIONS",
                         POSTGRES_MIGRATIONS)
 
     store = PostgresStore(dsn)

@@ -10,14 +10,15 @@ from typing import Any
 
 import pytest
 
-from affidavit.cli import main
-from affidavit.config import Settings, load
+from affidavit.cli.main import main
+from affidavit.config.loader import load
+from affidavit.config.settings import Settings
+from affidavit.engine.query import Engine
 from affidavit.identity.lifecycle import approve_sire
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore, Store
-from affidavit.store.postgres import PostgresStore
+from affidavit.store.postgres.store import PostgresStore
 from tests.pg_fixture import PgCluster
 
 pytestmark = pytest.mark.postgres
@@ -109,7 +110,7 @@ def test_the_command_line_runs_on_postgres(pg_cluster: PgCluster, tmp_path: Path
 def test_affidavit_worker_drains_a_queued_folder(pg_cluster: PgCluster, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    from affidavit.worker import enqueue_local_folder
+    from affidavit.ingest.worker import enqueue_local_folder
 
     monkeypatch.chdir(tmp_path)
     for name in ("AFFIDAVIT_TENANT", "AFFIDAVIT_CONFIG"):

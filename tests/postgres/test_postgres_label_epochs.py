@@ -7,11 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.config import AclSettings, EgressSettings, SensitivitySettings, VectorSettings
+from affidavit.config.settings import (
+    AclSettings,
+    EgressSettings,
+    SensitivitySettings,
+    VectorSettings,
+)
 from affidavit.index import HashEmbeddingBackend
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
 from affidavit.sources.memory import StaticSource
-from affidavit.store.postgres import PostgresStore
+from affidavit.store.postgres.store import PostgresStore
 from tests.e2e.test_policy_in_force import SETTINGS, check_policy_change_is_in_force
 from tests.index.test_index_embedding_egress import CORPUS
 
@@ -43,8 +48,8 @@ def test_only_declared_labels_are_read_for_embedding_on_postgres(
 
 def test_a_queued_run_relabels_documents_of_an_old_policy_on_postgres(
         owner_dsn: str, tmp_path: Path) -> None:
-    from affidavit.query import Engine
-    from affidavit.worker import Worker, WorkerOptions, enqueue_local_folder
+    from affidavit.engine.query import Engine
+    from affidavit.ingest.worker import Worker, WorkerOptions, enqueue_local_folder
     from tests.e2e.test_policy_in_force import CANARY, CHANGED, approve_all, ingest, texts
 
     store = PostgresStore(owner_dsn)

@@ -9,7 +9,7 @@ import pytest
 
 from affidavit.errors import InputRejected
 from affidavit.store import QuarantineRecord, SQLiteStore, Store
-from affidavit.store.postgres import PostgresStore
+from affidavit.store.postgres.store import PostgresStore
 from tests.pg_fixture import PgCluster
 from tests.postgres.conftest import NOW, make_bundle
 

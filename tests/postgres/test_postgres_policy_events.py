@@ -7,9 +7,9 @@ import psycopg
 import pytest
 
 from affidavit.audit import GRANT_ADD, record_policy_event, verify_policy_chain
-from affidavit.store.postgres import PostgresStore
-from affidavit.store.postgres_base import TENANT_SETTING
-from affidavit.store.postgres_setup import DEFAULT_APP_ROLE, app_dsn_for
+from affidavit.store.postgres.base import TENANT_SETTING
+from affidavit.store.postgres.setup import DEFAULT_APP_ROLE, app_dsn_for
+from affidavit.store.postgres.store import PostgresStore
 
 A, B = "tenant-a", "tenant-b"
 

@@ -35,14 +35,14 @@ DELETE FROM schema_migrations WHERE version = 17;
 
 def search(store: object, small: int) -> list[tuple[str, float]]:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", small)
+        patch.setattr("affidavit.store.postgres.lexical.SMALL_POSTINGS", small)
         found = store.lexical_search(READER, {"alpha": 1.0, "beta": 2.0},  # type: ignore[attr-defined]
                                      k1=1.2, b=0.75, avg_length=2.0, limit=100)
     return [(h.chunk_id, round(h.score, 9)) for h in found]
 
 
 def test_a_database_written_before_migration_17_migrates(pg_cluster: PgCluster) -> None:
-    from affidavit.store.postgres import PostgresStore
+    from affidavit.store.postgres.store import PostgresStore
 
     admin_dsn, owner = database_owned_by(pg_cluster, "mig17_owner", "postings_before_17")
     store = PostgresStore(owner)

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.config import Settings, load
+from affidavit.config.loader import load
+from affidavit.config.settings import Settings
 from affidavit.identity.moves import MOVE_ACTOR
 from affidavit.index.links import LINK_KIND
-from affidavit.store.postgres import PostgresStore
-from affidavit.worker import Worker, WorkerOptions, enqueue_local_folder
+from affidavit.ingest.worker import Worker, WorkerOptions, enqueue_local_folder
+from affidavit.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres
 

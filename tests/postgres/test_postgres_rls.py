@@ -13,14 +13,13 @@ import pytest
 from psycopg import sql
 
 from affidavit.errors import ConfigurationError
-from affidavit.records import DocumentMetadata, SourceDocument
-from affidavit.references.model import Reference
+from affidavit.records import DocumentMetadata, Reference, SourceDocument
 from affidavit.store import QuarantineRecord, RelationTuple
-from affidavit.store.base import KEEP, ApiKeyRecord, IdentityResolution
-from affidavit.store.postgres import PostgresStore
-from affidavit.store.postgres_migrations import TENANT_SETTING, TENANT_TABLES
-from affidavit.store.postgres_queue import enqueue_documents
-from affidavit.store.postgres_setup import DEFAULT_APP_ROLE, app_dsn_for
+from affidavit.store.postgres.migrations import TENANT_SETTING, TENANT_TABLES
+from affidavit.store.postgres.queue import enqueue_documents
+from affidavit.store.postgres.setup import DEFAULT_APP_ROLE, app_dsn_for
+from affidavit.store.postgres.store import PostgresStore
+from affidavit.store.protocol import KEEP, ApiKeyRecord, IdentityResolution
 from tests.pg_fixture import PgCluster
 from tests.postgres.conftest import NOW, make_bundle
 

@@ -16,11 +16,8 @@ import pytest
 
 from affidavit.records import AuthzContext
 from affidavit.store import SQLiteStore, VersionBundle
-from affidavit.store.postgres import PostgresStore
-from affidavit.store.postgres_vectors import (
-    EF_SEARCH_MAX,
-    plan_vector_search,
-)
+from affidavit.store.postgres.store import PostgresStore
+from affidavit.store.postgres.vectors import EF_SEARCH_MAX, plan_vector_search
 from tests.pg_fixture import PgCluster
 from tests.postgres.conftest import edited_keeping_chunks, make_bundle
 
@@ -147,8 +144,8 @@ def test_a_wide_caller_with_rare_terms_is_searched_by_posting(
     # Count readers even for few postings, so the comparison itself is exercised; here a
     # version holds 60 postings of a term, so a caller counts as wide when it reads more
     # versions than a sixtieth of the postings.
-    monkeypatch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", 0)
-    monkeypatch.setattr("affidavit.store.postgres_lexical.VERSIONS_PER_POSTING", 1 / 60)
+    monkeypatch.setattr("affidavit.store.postgres.lexical.SMALL_POSTINGS", 0)
+    monkeypatch.setattr("affidavit.store.postgres.lexical.VERSIONS_PER_POSTING", 1 / 60)
     terms = {"w3": 1.0}  # 8 versions x 60 postings; the wide caller reads 40 versions
     assert plan_name(pg, WIDE, terms) == "plan by posting"
     assert hits(pg, WIDE, terms) == hits(lite, WIDE, terms)
@@ -163,7 +160,7 @@ def test_both_lexical_plans_rank_a_wide_caller_alike(stores: tuple,
     terms = {"alpha": 0.2, "w0": 0.7, "w2": 1.5}
     by_readable = hits(pg, WIDE, terms)
     assert plan_name(pg, WIDE, terms) == "plan by readable version"
-    monkeypatch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", 10**9)
+    monkeypatch.setattr("affidavit.store.postgres.lexical.SMALL_POSTINGS", 10**9)
     assert plan_name(pg, WIDE, terms) == "plan by posting"
     assert hits(pg, WIDE, terms) == by_readable == hits(lite, WIDE, terms)
 
@@ -188,7 +185,7 @@ def test_a_posting_naming_a_readable_version_admits_no_other_versions_chunk(
         for name in ("by readable version", "by posting"):
             small = 0 if name == "by readable version" else 10**9
             with pytest.MonkeyPatch.context() as patch:
-                patch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", small)
+                patch.setattr("affidavit.store.postgres.lexical.SMALL_POSTINGS", small)
                 assert plan_name(pg, NARROW, {"alpha": 1.0, "w2": 1.0}) == f"plan {name}"
                 found = {h.chunk_id for h in pg.lexical_search(
                     NARROW, {"alpha": 1.0, "w2": 1.0}, k1=1.2, b=0.75, avg_length=3.0,
@@ -215,7 +212,7 @@ def test_an_unchanged_chunk_is_found_under_the_new_heads_acl_only(
         ids = {c.chunk_id for c in first.chunks}
         for small in (0, 10**9):
             with pytest.MonkeyPatch.context() as patch:
-                patch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", small)
+                patch.setattr("affidavit.store.postgres.lexical.SMALL_POSTINGS", small)
                 terms = {"alpha": 1.0, "beta": 1.0}
                 assert pg.lexical_search(old_reader, terms, k1=1.2, b=0.75, avg_length=3.0,
                                          limit=100) == []
@@ -237,7 +234,7 @@ def test_both_plans_admit_only_chunks_of_the_pinned_label_epoch(
     stale = replace(NARROW, label_epoch="epoch-not-the-chunks")
     current = replace(NARROW, label_epoch="")  # the epoch the bundles were written under
     for small, name in ((0, "plan by readable version"), (10**9, "plan by posting")):
-        monkeypatch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", small)
+        monkeypatch.setattr("affidavit.store.postgres.lexical.SMALL_POSTINGS", small)
         assert plan_name(pg, stale, terms) == name
         assert hits(pg, stale, terms) == []
         assert hits(pg, current, terms) == hits(lite, current, terms) != []
@@ -254,7 +251,7 @@ def test_a_version_reached_by_two_of_the_callers_tokens_is_scored_once(
         for store in (pg, lite):
             store.commit_version(bundle)
         both = AuthzContext(T, "user:both", tokens(1, 2), frozenset({"INTERNAL"}), "pv")
-        monkeypatch.setattr("affidavit.store.postgres_lexical.SMALL_POSTINGS", 0)
+        monkeypatch.setattr("affidavit.store.postgres.lexical.SMALL_POSTINGS", 0)
         terms = {"alpha": 0.5, "gamma": 1.5}
         assert plan_name(pg, both, terms) == "plan by readable version"
         found = hits(pg, both, terms)

@@ -18,8 +18,8 @@ import pytest
 
 from affidavit.records import AuthzContext
 from affidavit.store import VersionBundle
-from affidavit.store.postgres import PostgresStore
-from affidavit.store.postgres_bulk import bulk_commit, bulk_put_vectors
+from affidavit.store.postgres.bulk import bulk_commit, bulk_put_vectors
+from affidavit.store.postgres.store import PostgresStore
 from tests.pg_fixture import PgCluster
 from tests.postgres.conftest import edited_keeping_chunks, make_bundle
 
@@ -113,10 +113,10 @@ def test_restricted_neighbours_in_a_readable_version_are_passed_over(
     store = PostgresStore(dsn)
     try:
         for rounds in (2, 1, 0):
-            monkeypatch.setattr("affidavit.store.postgres_vectors.EXACT_ROUNDS", rounds)
+            monkeypatch.setattr("affidavit.store.postgres.vectors.EXACT_ROUNDS", rounds)
             assert search(store, NARROW, query) == expected, rounds
         # More than there is: every readable chunk, none of the secret ones.
-        monkeypatch.setattr("affidavit.store.postgres_vectors.EXACT_ROUNDS", 2)
+        monkeypatch.setattr("affidavit.store.postgres.vectors.EXACT_ROUNDS", 2)
         assert sorted(search(store, NARROW, query, limit=1000)) == ids_of(
             corpus()[NARROW_VERSION])
     finally:

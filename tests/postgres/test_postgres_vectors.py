@@ -8,12 +8,12 @@ import numpy as np
 import psycopg
 import pytest
 
-from affidavit.config import StoreSettings
+from affidavit.config.settings import StoreSettings
 from affidavit.errors import StoreError
 from affidavit.records import AuthzContext
 from affidavit.store import open_store
-from affidavit.store.postgres import PostgresStore
-from affidavit.store.postgres_vectors import hnsw_index_name
+from affidavit.store.postgres.store import PostgresStore
+from affidavit.store.postgres.vectors import hnsw_index_name
 from tests.pg_fixture import PgCluster
 from tests.postgres.conftest import make_bundle
 
@@ -110,7 +110,7 @@ def test_a_walk_stopped_short_of_the_limit_gives_way_to_the_exact_scan(
         corpus: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
     dsn, vectors = corpus
     # Ten candidates and no scan beyond them: at 1% readable, fewer than ten readable rows.
-    monkeypatch.setattr("affidavit.store.postgres_vectors.EF_SEARCH_MAX", 10)
+    monkeypatch.setattr("affidavit.store.postgres.vectors.EF_SEARCH_MAX", 10)
     store = PostgresStore(dsn, exact_vector_threshold=0)
     store.max_scan_tuples = 1
     try:

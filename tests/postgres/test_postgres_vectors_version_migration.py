@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from affidavit.records import AuthzContext
-from affidavit.store.postgres import PostgresStore
+from affidavit.store.postgres.store import PostgresStore
 from tests.pg_fixture import PgCluster
 from tests.postgres.conftest import (
     database_owned_by,

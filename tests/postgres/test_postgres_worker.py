@@ -15,15 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.config import Settings, load
-from affidavit.store.postgres import PostgresStore
-from affidavit.store.postgres_queue import (
+from affidavit.config.loader import load
+from affidavit.config.settings import Settings
+from affidavit.ingest.worker import ATTEMPTS_EXHAUSTED, Worker, WorkerOptions, enqueue_local_folder
+from affidavit.store.postgres.queue import (
     QueueClaim,
     claim_documents,
     content_lock,
     pending_documents,
 )
-from affidavit.worker import ATTEMPTS_EXHAUSTED, Worker, WorkerOptions, enqueue_local_folder
+from affidavit.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres
 
@@ -183,7 +184,7 @@ def test_two_copies_of_one_document_are_never_written_side_by_side(tmp_path: Pat
 def spawn_worker(dsn: str, workdir: Path) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AFFIDAVIT_")}
     return subprocess.Popen(
-        [sys.executable, "-m", "affidavit.worker", "--db", dsn, "--config",
+        [sys.executable, "-m", "affidavit.ingest.worker", "--db", dsn, "--config",
          str(workdir / "affidavit.toml"), "--once", "--batch", "5", "--stale-after", "2",
          "--poll", "0.2"], cwd=workdir, env=env, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE)

@@ -48,9 +48,10 @@ def test_beir_times_the_full_governed_search_path_for_lexical_and_hybrid(
     """The full path figure is Engine.search as the bench principal, and it finds chunks."""
     import importlib.util
 
-    from affidavit.index import MemoryIndex, SQLiteSnapshotSource, Tokenizer, make_backend
-    from affidavit.query import Engine
+    from affidavit.engine.query import Engine
+    from affidavit.index import MemoryIndex, SQLiteSnapshotSource, make_backend
     from affidavit.store import SQLiteStore
+    from affidavit.text.tokenize import Tokenizer
 
     spec = importlib.util.spec_from_file_location("beir_bench", BENCHMARKS / "beir.py")
     assert spec is not None and spec.loader is not None

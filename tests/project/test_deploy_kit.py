@@ -16,8 +16,8 @@ from typing import Any
 import yaml
 from tests.project.test_project_shape import ROOT, readme_commands
 
-from affidavit import config
-from affidavit.cli import build_parser
+from affidavit.cli.main import build_parser
+from affidavit.config import loader as config
 from affidavit.service import create_app
 from affidavit.store import SQLiteStore
 

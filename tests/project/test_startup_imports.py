@@ -21,10 +21,11 @@ HEAVY = ("numpy", "httpx", "pypdf", "asyncssh", "defusedxml", "cryptography", "f
          "pydantic", "psycopg", "sentence_transformers", "torch", "opentelemetry.sdk",
          "onnxruntime", "tokenizers")
 # The command implementations behind the parser: imported when their command runs.
-STAGES = ("affidavit.config", "affidavit.query", "affidavit.ingest", "affidavit.store",
-          "affidavit.index", "affidavit.answer", "affidavit.extract", "affidavit.sources",
-          "affidavit.classify", "affidavit.ledger", "affidavit.canary", "affidavit.authz",
-          "affidavit.audit", "affidavit.identity", "affidavit.service.app")
+STAGES = ("affidavit.config.settings", "affidavit.config.loader", "affidavit.engine.query",
+          "affidavit.ingest.run", "affidavit.store", "affidavit.index", "affidavit.answer",
+          "affidavit.extract", "affidavit.sources", "affidavit.classify", "affidavit.ledger",
+          "affidavit.engine.canary", "affidavit.authz", "affidavit.audit", "affidavit.identity",
+          "affidavit.service.app")
 
 _REPORT = """
 import json, sys
@@ -44,8 +45,8 @@ def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 
 def test_importing_the_cli_loads_no_heavy_library_and_no_command(tmp_path: Path) -> None:
-    modules = _modules_after("import affidavit.cli", tmp_path)
-    assert "affidavit.cli" in modules
+    modules = _modules_after("import affidavit.cli.main", tmp_path)
+    assert "affidavit.cli.main" in modules
     assert _loaded(modules, HEAVY) == []
     assert _loaded(modules, STAGES) == []
 
@@ -55,7 +56,7 @@ def test_importing_the_cli_loads_no_heavy_library_and_no_command(tmp_path: Path)
                                   ["completion", "bash"]])
 def test_help_version_and_completion_load_no_heavy_library(tmp_path: Path,
                                                             argv: list[str]) -> None:
-    body = ("from affidavit.cli import main\n"
+    body = ("from affidavit.cli.main import main\n"
             f"try:\n    code = main({argv!r})\nexcept SystemExit as exit:\n    code = exit.code\n"
             "assert code in (0, None), code")
     modules = _modules_after(body, tmp_path)
@@ -72,7 +73,7 @@ def test_importing_the_package_loads_no_settings_or_stage(tmp_path: Path) -> Non
     assert _loaded(modules, HEAVY) == []
     assert _loaded(modules, STAGES) == []
     modules = _modules_after("import affidavit\nassert affidavit.Settings().tenant\n"
-                             "assert affidavit.load_settings is affidavit.config.load",
+                             "assert affidavit.load_settings is affidavit.config.loader.load",
                              tmp_path)
-    assert "affidavit.config" in modules
+    assert "affidavit.config.settings" in modules
 

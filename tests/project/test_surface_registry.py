@@ -1,4 +1,5 @@
-"""Every surface that exists is registered in :mod:`affidavit.surfaces`, and every registered
+"""Every surface that exists is registered in :mod:`affidavit.service.surfaces`,
+and every registered
 one exists: routes and console pages enumerated from the FastAPI app, commands from the
 argparse parser, span names from the code, metric names from the metric set, log fields from
 the JSON-lines formatter."""
@@ -13,13 +14,12 @@ from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
 
-from affidavit.cli import build_parser
-from affidavit.config import Settings
-from affidavit.logs import LOGGED_FIELDS
-from affidavit.metrics import SPECS
+from affidavit.cli.main import build_parser
+from affidavit.config.settings import Settings
+from affidavit.observability.logs import LOGGED_FIELDS
+from affidavit.observability.metrics import SPECS
 from affidavit.service import create_app
-from affidavit.store import Store
-from affidavit.surfaces import (
+from affidavit.service.surfaces import (
     CONTENT,
     SURFACES,
     Audience,
@@ -27,6 +27,7 @@ from affidavit.surfaces import (
     signal_names,
     unregistered,
 )
+from affidavit.store import Store
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "affidavit"
 SPAN_CALLS = {"span", "stage", "traced", "start_as_current_span"}
@@ -135,7 +136,7 @@ def log_fields_in_code() -> set[str]:
         for keyword in call.keywords:
             if keyword.arg == "extra" and isinstance(keyword.value, ast.Dict):
                 fields |= {k.value for k in keyword.value.keys if isinstance(k, ast.Constant)}
-    formatter = ast.parse((SRC / "logs.py").read_text(encoding="utf-8"))
+    formatter = ast.parse((SRC / "observability" / "logs.py").read_text(encoding="utf-8"))
     fields |= {k.value for node in ast.walk(formatter) if isinstance(node, ast.Dict)
                for k in node.keys if isinstance(k, ast.Constant) and k.value in LOGGED_FIELDS}
     return fields

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from affidavit.config import Settings
-from affidavit.query import Engine
+from affidavit.config.settings import Settings
+from affidavit.engine.query import Engine
 from affidavit.references.links import list_references, search_references
 from affidavit.store import SQLiteStore
 from tests.references.world import FINANCE_READER, PLAIN_READER, ingest, node_of, write_doc

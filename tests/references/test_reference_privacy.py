@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 
-from affidavit.classify.policy import SensitivityPolicy
-from affidavit.cli import main
-from affidavit.config import SensitivitySettings, Settings
+from affidavit.cli.main import main
+from affidavit.config.settings import SensitivitySettings, Settings
+from affidavit.engine.query import Engine
 from affidavit.errors import AffidavitError, NotFound
-from affidavit.query import Engine
+from affidavit.policy.policy import SensitivityPolicy
+from affidavit.records import CITATION, REASON_WITHHELD
 from affidavit.references.links import (
     NO_DOCUMENT,
     add_reference,
@@ -29,10 +30,9 @@ from affidavit.references.links import (
     resolve_document,
     search_references,
 )
-from affidavit.references.model import CITATION, REASON_WITHHELD
 from affidavit.retrieval.reference_expansion import traverse
 from affidavit.store import SQLiteStore
-from affidavit.store.base import Store
+from affidavit.store.protocol import Store
 from tests.references.world import (
     BACKENDS,
     FINANCE_READER,

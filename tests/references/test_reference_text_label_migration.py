@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.references.model import REASON_WITHHELD
+from affidavit.records import REASON_WITHHELD
 from affidavit.store import SQLiteStore
-from affidavit.store.migrations import SQLITE_MIGRATIONS
-from affidavit.store.postgres_migrations import POSTGRES_MIGRATIONS
+from affidavit.store.postgres.migrations import POSTGRES_MIGRATIONS
+from affidavit.store.sqlite.migrations import SQLITE_MIGRATIONS
 from tests.pg_fixture import PgCluster
 
 T = "default"
@@ -25,7 +25,7 @@ ROW = (T, "ref-old", "CrossReference", "document", "a", "b", None, None, "{}", "
 def test_a_sqlite_reference_stored_before_migration_23_keeps_its_text_under_its_label(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "old.db"
-    monkeypatch.setattr("affidavit.store.sqlite.SQLITE_MIGRATIONS",
+    monkeypatch.setattr("affidavit.store.sqlite.store.SQLITE_MIGRATIONS",
                         tuple(m for m in SQLITE_MIGRATIONS if m.version != 23))
     old = SQLiteStore(path)
     try:
@@ -34,7 +34,7 @@ def test_a_sqlite_reference_stored_before_migration_23_keeps_its_text_under_its_
             conn.execute(f"INSERT INTO refs ({COLUMNS}) VALUES ({', '.join('?' * 14)})", ROW)
     finally:
         old.close()
-    monkeypatch.setattr("affidavit.store.sqlite.SQLITE_MIGRATIONS", SQLITE_MIGRATIONS)
+    monkeypatch.setattr("affidavit.store.sqlite.store.SQLITE_MIGRATIONS", SQLITE_MIGRATIONS)
     store = SQLiteStore(path)
     try:
         (stored,) = store.references_touching(T, ["b"], direction="in", labels={"PII"},
@@ -49,12 +49,12 @@ def test_a_sqlite_reference_stored_before_migration_23_keeps_its_text_under_its_
 @pytest.mark.postgres
 def test_a_postgres_reference_stored_before_migration_22_keeps_its_text_under_its_label(
         pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch) -> None:
-    from affidavit.store.postgres import PostgresStore
-    from affidavit.store.postgres_base import ensure_tenant_rows
+    from affidavit.store.postgres.base import ensure_tenant_rows
+    from affidavit.store.postgres.store import PostgresStore
 
     pg_cluster.admin('CREATE DATABASE "refs_before_22"')
     dsn = pg_cluster.dsn("refs_before_22")
-    monkeypatch.setattr("affidavit.store.postgres_setup.POSTGRES_MIGRATIONS",
+    monkeypatch.setattr("affidavit.store.postgres.setup.POSTGRES_MIGRATIONS",
                         tuple(m for m in POSTGRES_MIGRATIONS if m.version != 22))
     old = PostgresStore(dsn)
     try:
@@ -64,7 +64,7 @@ def test_a_postgres_reference_stored_before_migration_22_keeps_its_text_under_it
                          ROW)
     finally:
         old.close()
-    monkeypatch.setattr("affidavit.store.postgres_setup.POSTGRES_MIGRATIONS",
+    monkeypatch.setattr("affidavit.store.postgres.setup.POSTGRES_MIGRATIONS",
                         POSTGRES_MIGRATIONS)
     store = PostgresStore(dsn)
     try:

@@ -6,16 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from affidavit.config import Settings
-from affidavit.query import Engine
-from affidavit.references.model import Reference
+from affidavit.config.settings import Settings
+from affidavit.engine.query import Engine
+from affidavit.records import Reference
 from affidavit.retrieval.reference_expansion import (
     MAX_DOCUMENTS_PER_HOP,
     MAX_REFERENCES,
     traverse,
 )
 from affidavit.store import SQLiteStore
-from affidavit.store.base import Store
+from affidavit.store.protocol import Store
 from tests.references.world import (
     FINANCE_READER,
     NOW,
@@ -170,7 +170,7 @@ def test_service_search_follows_references_only_for_readers_of_both_ends(
 
 
 def test_ledger_record_names_reached_documents_only_to_the_asker(tmp_path: Path) -> None:
-    from affidavit.ledger.record import redact_for
+    from affidavit.engine.ledger_record import redact_for
 
     root = tmp_path / "corpus"
     _guarded_corpus(root)

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.cli import main
-from affidavit.config import Settings
+from affidavit.cli.main import main
+from affidavit.config.settings import Settings
+from affidavit.engine.query import Engine
 from affidavit.errors import InputRejected, NotFound
-from affidavit.query import Engine
+from affidavit.records import REASON_WITHHELD
 from affidavit.references.links import add_reference, list_references, search_references
-from affidavit.references.model import REASON_WITHHELD
 from affidavit.service import issue_key
 from affidavit.store import SQLiteStore
-from affidavit.store.base import Store
+from affidavit.store.protocol import Store
 from tests.references.world import FINANCE_READER, PLAIN_READER, ingest, node_of, write_doc
 from tests.service.conftest import running_service
 
@@ -40,7 +40,7 @@ def _world(tmp_path: Path) -> tuple[SQLiteStore, Engine]:
 
 
 def _cross_reference(store: Store, engine: Engine) -> str:
-    from affidavit.classify.policy import SensitivityPolicy
+    from affidavit.policy.policy import SensitivityPolicy
 
     policy = SensitivityPolicy.from_settings(engine.settings.sensitivity)
     ref = add_reference(store, engine.authz_context(FINANCE_READER), policy,
@@ -74,7 +74,7 @@ def test_cross_reference_to_financial_document_never_reaches_a_reader_without_fi
 
 
 def test_reference_creation_needs_both_ends_readable(tmp_path: Path) -> None:
-    from affidavit.classify.policy import SensitivityPolicy
+    from affidavit.policy.policy import SensitivityPolicy
 
     store, engine = _world(tmp_path)
     try:
@@ -98,7 +98,7 @@ def test_reference_creation_needs_both_ends_readable(tmp_path: Path) -> None:
 def test_reference_reason_text_carries_its_own_label(tmp_path: Path) -> None:
     """Two PUBLIC ends, a reason naming an e-mail address (PII by the detectors): the
     reason is PII, and a reader without PII sees the reference with its reason withheld."""
-    from affidavit.classify.policy import SensitivityPolicy
+    from affidavit.policy.policy import SensitivityPolicy
 
     store, engine = _world(tmp_path)
     try:

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.config import Settings
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.config.settings import Settings
+from affidavit.engine.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.records import AuthzContext
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
-from affidavit.store.base import Store
+from affidavit.store.protocol import Store
 
 NOW = "2026-01-01T00:00:00+00:00"
 FINANCE_READER = "user:fiona"
@@ -60,7 +60,7 @@ def store_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[],
     if request.param == "sqlite":
         db = tmp_path / "refs.db"
         return lambda: SQLiteStore(db)
-    from affidavit.store.postgres import PostgresStore
+    from affidavit.store.postgres.store import PostgresStore
     from tests.pg_fixture import PgCluster
 
     cluster: PgCluster = request.getfixturevalue("pg_cluster")

@@ -8,14 +8,14 @@ import random
 from pathlib import Path
 
 from affidavit.authz import StoreAuthorizer
-from affidavit.config import (
+from affidavit.config.settings import (
     AuthzSettings,
     ChunkingSettings,
     LexicalSettings,
     Settings,
     VectorSettings,
 )
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
 from affidavit.records import AuthzContext, DocumentMetadata, SourceDocument, sha256_hex
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore

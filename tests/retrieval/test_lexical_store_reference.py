@@ -6,12 +6,12 @@ import bm25s
 import pytest
 from tests.index.test_bm25_reference import CORPUS, QUERIES
 
-from affidavit.config import AclSettings, Settings
-from affidavit.index import Tokenizer
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.config.settings import AclSettings, Settings
+from affidavit.engine.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
+from affidavit.text.tokenize import Tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from affidavit.config import Settings
+from affidavit.config.settings import Settings
+from affidavit.engine.query import Engine
 from affidavit.identity.lifecycle import approve_sire
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.records import SireTuple
 from affidavit.retrieval.compliance import (
     COMPLIANT,

@@ -14,13 +14,13 @@ from tests.retrieval.governed_corpus import (
     synthetic_documents,
 )
 
-from affidavit.config import Settings, VectorSettings
+from affidavit.config.settings import Settings, VectorSettings
 from affidavit.errors import AuthorizationError
 from affidavit.index import HashEmbeddingBackend, MemoryIndex, SQLiteSnapshotSource, embed_missing
 from affidavit.retrieval import HybridHit, HybridRetriever, rrf_fuse, sire_gate
 from affidavit.retrieval.hybrid import channels_exact
 from affidavit.store import SQLiteStore
-from affidavit.store.base import VectorHit
+from affidavit.store.protocol import VectorHit
 
 HASH = VectorSettings(backend="hash", dimensions=64)
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from affidavit.answer import ProviderResponse, ScriptedProvider
 from affidavit.errors import GovernanceError
+from affidavit.llm.providers import ProviderResponse, ScriptedProvider
 from affidavit.records import Chunk, ScoredChunk
 from affidavit.retrieval import (
     ProviderListwiseJudge,

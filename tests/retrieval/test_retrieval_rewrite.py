@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from affidavit.config import RetrievalSettings
+from affidavit.config.settings import RetrievalSettings
 from affidavit.errors import ConfigurationError
 from affidavit.retrieval import GlossaryQueryRewriter
 

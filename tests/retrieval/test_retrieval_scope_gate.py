@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from affidavit.answer import ScriptedProvider
-from affidavit.config import ScopeSettings, Settings
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.config.settings import ScopeSettings, Settings
+from affidavit.engine.query import Engine
+from affidavit.ingest.run import Ingestor
+from affidavit.llm.providers import ScriptedProvider
 from affidavit.retrieval.scope import check_scope
 from affidavit.sources import LocalFolderSource
 from affidavit.store import SQLiteStore
@@ -147,7 +147,7 @@ def test_scope_gate_refuses_inflected_forms_the_way_retrieval_stems_them(
 
 
 def test_scope_gate_stems_in_the_configured_retrieval_language() -> None:
-    from affidavit.config import LexicalSettings
+    from affidavit.config.settings import LexicalSettings
 
     entities = {"Nordwind": ("Nordwind",)}
     assert check_scope("die Nordwinde", entities,

@@ -22,14 +22,14 @@ import pytest
 import uvicorn
 from fastapi import APIRouter
 
-from affidavit import config
-from affidavit.config import Settings
+from affidavit.config import loader as config
+from affidavit.config.settings import Settings
 from affidavit.identity.lifecycle import approve_sires
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
 from affidavit.service import create_app, issue_key
 from affidavit.sources import source_for
 from affidavit.store import SQLiteStore, Store
-from affidavit.store.base import RelationTuple
+from affidavit.store.protocol import RelationTuple
 from tests.canary.conftest import SETTINGS, write_corpus
 
 NOW = "2026-01-01T00:00:00+00:00"
@@ -85,7 +85,7 @@ class Deployment:
 
     def open_store(self) -> Store:
         if self.dsn is not None:
-            from affidavit.store.postgres import PostgresStore
+            from affidavit.store.postgres.store import PostgresStore
 
             return PostgresStore(self.dsn)
         return SQLiteStore(self.db, create=False)
@@ -120,7 +120,7 @@ def build_deployment(root: Path, extra_settings: str = "", *, dsn: str | None = 
     settings = settings.replace(store=settings.store.__class__(db=str(db)))
     store: Store = SQLiteStore(db)
     if dsn is not None:
-        from affidavit.store.postgres import PostgresStore
+        from affidavit.store.postgres.store import PostgresStore
 
         store.close()
         store = PostgresStore(dsn)

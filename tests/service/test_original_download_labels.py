@@ -18,10 +18,10 @@ import httpx
 import pypdf
 import pytest
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
+from affidavit.engine.original_pdf import CopyRefused, page_copy
 from affidavit.extract.pdf import pypdf_caps
-from affidavit.ingest import Ingestor
-from affidavit.original_pdf import CopyRefused, page_copy
+from affidavit.ingest.run import Ingestor
 from affidavit.sources import source_for
 from affidavit.store import SQLiteStore
 from tests.fixtures.hostile.build import (

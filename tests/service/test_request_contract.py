@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from affidavit.config import ProviderSettings
+from affidavit.config.settings import ProviderSettings
 from tests.e2e.conftest import Run, as_json, example_workspace, run  # noqa: F401
 from tests.service.conftest import Deployment, RunningService, sse_events
 from tests.service.model_server import ModelScript, model_server

@@ -10,7 +10,7 @@ import pytest
 from fastapi import APIRouter
 
 from affidavit.service import issue_key
-from affidavit.service.state import AdminCaller
+from affidavit.service.api.state import AdminCaller
 from affidavit.store import SQLiteStore
 from tests.service.conftest import Deployment, RunningService
 
@@ -119,7 +119,7 @@ def test_a_role_without_the_permission_is_refused(with_admin_route: RunningServi
 
 def test_proxy_identity_header_is_believed_only_from_a_trusted_proxy(
         deployment: Deployment) -> None:
-    from affidavit.config import ProxyIdentitySettings
+    from affidavit.config.settings import ProxyIdentitySettings
 
     header = {"X-Remote-User": "sam"}
     trusted = deployment.with_settings(proxy=ProxyIdentitySettings(

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from affidavit.metrics import record_leak_test
+from affidavit.observability.metrics import record_leak_test
 from affidavit.service import issue_key
 from affidavit.store import SQLiteStore
 from tests.service.conftest import build_deployment

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from affidavit.authz import StoreAuthorizer
-from affidavit.config import VectorSettings
+from affidavit.config.settings import VectorSettings
 from affidavit.index.boundary import BoundaryFailure
-from affidavit.ingest import Ingestor
-from affidavit.service.run_views import RunScreen
+from affidavit.ingest.run import Ingestor
+from affidavit.service.api.run_views import RunScreen
 from affidavit.sources import source_for
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore

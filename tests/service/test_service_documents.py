@@ -11,9 +11,9 @@ from pathlib import Path
 import pypdf
 import pytest
 
-from affidavit.classify.derived import HEADING_WITHHELD
 from affidavit.identity.lifecycle import approve_sires
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
+from affidavit.policy.derived import HEADING_WITHHELD
 from affidavit.sources import source_for
 from affidavit.store import SQLiteStore
 from tests.fixtures.hostile.build import pdf_file, pdf_stream, text_operators, text_pdf
@@ -229,8 +229,8 @@ def test_no_canary_reaches_the_reader_of_a_credential_not_granted_it(
 
 def test_reader_uses_the_reader_path(tmp_path: Path) -> None:
     """The service is a shell: the reader module answers the same without HTTP."""
-    from affidavit.query import Engine
-    from affidavit.reader import read_document
+    from affidavit.engine.query import Engine
+    from affidavit.engine.reader import read_document
 
     deployment = build_deployment(tmp_path)
     store = SQLiteStore(deployment.db)

@@ -9,14 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from affidavit import config
+from affidavit.config import loader as config
 from affidavit.store import SQLiteStore
 from tests.service.conftest import Deployment, running_service
 from tests.service.model_server import ModelScript, model_server
 
 
 def _doctor(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "affidavit.cli", "doctor", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "affidavit.cli.main", "doctor", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, "NO_COLOR": "1"})
 
@@ -77,7 +77,7 @@ def test_doctor_explains_each_failure_and_exits_1(tmp_path: Path) -> None:
     missing = _doctor(tmp_path)
     assert missing.returncode == 1
     assert "STORE_MISSING" in missing.stdout and "affidavit init" in missing.stdout
-    subprocess.run([sys.executable, "-m", "affidavit.cli", "init"], cwd=tmp_path, check=True,
+    subprocess.run([sys.executable, "-m", "affidavit.cli.main", "init"], cwd=tmp_path, check=True,
                    capture_output=True, timeout=60)
     ready = _doctor(tmp_path, "--json")
     assert ready.returncode == 0, ready.stdout + ready.stderr
@@ -87,7 +87,7 @@ def test_doctor_explains_each_failure_and_exits_1(tmp_path: Path) -> None:
 def test_doctor_reports_a_ledger_another_process_holds_locked(tmp_path: Path) -> None:
     import sqlite3
 
-    subprocess.run([sys.executable, "-m", "affidavit.cli", "init"], cwd=tmp_path, check=True,
+    subprocess.run([sys.executable, "-m", "affidavit.cli.main", "init"], cwd=tmp_path, check=True,
                    capture_output=True, timeout=60)
     holder = sqlite3.connect(tmp_path / ".affidavit" / "affidavit.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")

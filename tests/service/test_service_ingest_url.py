@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import trustme
 
-from affidavit.config import HttpsSettings
+from affidavit.config.settings import HttpsSettings
 from affidavit.service import issue_key
 from affidavit.store import SQLiteStore
 from tests.service.conftest import build_deployment

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.cli import main
-from affidavit.service.keys import resolve_key
+from affidavit.authz.keys import resolve_key
+from affidavit.cli.main import main
 from affidavit.store import SQLiteStore
 
 

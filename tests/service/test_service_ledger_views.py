@@ -7,7 +7,7 @@ from pathlib import Path
 
 from affidavit.service import issue_key
 from affidavit.store import SQLiteStore
-from affidavit.store.base import RelationTuple
+from affidavit.store.protocol import RelationTuple
 from tests.canary.conftest import CANARIES
 from tests.service.conftest import NOW, build_deployment
 

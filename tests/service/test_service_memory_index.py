@@ -11,7 +11,7 @@ import pytest
 
 from affidavit.service import issue_key
 from affidavit.store import SQLiteStore
-from affidavit.store.base import RelationTuple
+from affidavit.store.protocol import RelationTuple
 from tests.canary.conftest import CANARIES
 from tests.service.conftest import PEOPLE, build_deployment
 

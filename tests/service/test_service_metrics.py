@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from affidavit.metrics import SPECS, prometheus_name
+from affidavit.observability.metrics import SPECS, prometheus_name
 from affidavit.service import issue_key
 from affidavit.store import SQLiteStore
 from tests.service.conftest import Deployment, RunningService, build_deployment

@@ -15,7 +15,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from affidavit.config import OidcSettings
+from affidavit.config.settings import OidcSettings
 from tests.canary.conftest import CANARIES
 from tests.service.conftest import Deployment, RunningService
 

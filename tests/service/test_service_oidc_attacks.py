@@ -17,9 +17,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from jwt.algorithms import RSAAlgorithm
 
-from affidavit.config import OidcSettings, ProxyIdentitySettings
+from affidavit.config.settings import OidcSettings, ProxyIdentitySettings
 from affidavit.errors import ConfigurationError
-from affidavit.service.oidc import OidcVerifier
+from affidavit.service.api.oidc import OidcVerifier
 from tests.canary.conftest import CANARIES
 from tests.service.conftest import OTHER_CANARY, OTHER_TENANT, Deployment, RunningService
 from tests.service.test_service_oidc import (

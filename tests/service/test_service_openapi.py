@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from affidavit.cli import main
+from affidavit.cli.main import main
 from affidavit.service.openapi import default_document
 
 COMMITTED = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from affidavit.ingest.worker import Worker, WorkerOptions
 from affidavit.service import issue_key
-from affidavit.store.postgres import PostgresStore
-from affidavit.worker import Worker, WorkerOptions
+from affidavit.store.postgres.store import PostgresStore
 from tests.pg_fixture import PgCluster
 from tests.service.conftest import Deployment, RunningService, build_deployment
 

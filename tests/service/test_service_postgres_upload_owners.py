@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from affidavit.ingest.supersession import SUPERSESSION_REFUSED
+from affidavit.ingest.worker import Worker, WorkerOptions
 from affidavit.records import node_id_for, sha256_hex
 from affidavit.service import issue_key
-from affidavit.store.postgres import PostgresStore
-from affidavit.supersession import SUPERSESSION_REFUSED
-from affidavit.worker import Worker, WorkerOptions
+from affidavit.store.postgres.store import PostgresStore
 from tests.pg_fixture import PgCluster
 from tests.service.conftest import Deployment, RunningService, build_deployment
 

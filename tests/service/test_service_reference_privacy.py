@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from affidavit.config import SensitivitySettings, Settings
-from affidavit.references.model import CITATION, REASON_WITHHELD
+from affidavit.config.settings import SensitivitySettings, Settings
+from affidavit.records import CITATION, REASON_WITHHELD
 from affidavit.service import issue_key
 from tests.references.world import (
     BACKENDS,

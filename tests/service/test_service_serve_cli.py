@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from affidavit.cli import main
+from affidavit.cli.main import main
 
 
 def free_port() -> int:
@@ -30,13 +30,13 @@ def test_serve_answers_with_keys_created_on_the_command_line(
     for name in ("AFFIDAVIT_DB", "AFFIDAVIT_TENANT", "AFFIDAVIT_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     assert main(["init"]) == 0
-    code = subprocess.run([sys.executable, "-m", "affidavit.cli", "keys", "create",
+    code = subprocess.run([sys.executable, "-m", "affidavit.cli.main", "keys", "create",
                            "--principal", "user:alice", "--json"], cwd=tmp_path,
                           capture_output=True, text=True, check=True)
     key = json.loads(code.stdout)["key"]
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AFFIDAVIT_")}
-    server = subprocess.Popen([sys.executable, "-m", "affidavit.cli", "serve", "--port",
+    server = subprocess.Popen([sys.executable, "-m", "affidavit.cli.main", "serve", "--port",
                                str(port)], cwd=tmp_path, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

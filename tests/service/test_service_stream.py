@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from affidavit.config import ProviderSettings, Settings
+from affidavit.config.settings import ProviderSettings, Settings
 from affidavit.ledger.chain import verify_chain
 from affidavit.store import SQLiteStore
 from tests.service.conftest import Deployment, RunningService, sse_events

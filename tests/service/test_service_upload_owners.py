@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from affidavit.ingest import Ingestor
-from affidavit.ingest import RunSummary as IngestRunSummary
+from affidavit.ingest.run import Ingestor
+from affidavit.ingest.run import RunSummary as IngestRunSummary
+from affidavit.ingest.supersession import SUPERSESSION_REFUSED, Submitter, upload_source_id
 from affidavit.records import DocumentMetadata, SourceDocument, node_id_for, sha256_hex
 from affidavit.service import issue_key
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore
-from affidavit.supersession import SUPERSESSION_REFUSED, Submitter, upload_source_id
 from tests.service.conftest import NOW, Deployment, RunningService, build_deployment
 
 STAFF = {"classification": "INTERNAL", "acl": ["group:staff#member"]}

@@ -16,7 +16,7 @@ from sources_servers import (
     SftpServer,
 )
 
-from affidavit.config import HttpsSettings, SftpSettings
+from affidavit.config.settings import HttpsSettings, SftpSettings
 
 
 @pytest.fixture(scope="session")

@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 from tests.model_egress_server import RecordingModelServer
 
-from affidavit.config import Settings, load
+from affidavit.config.loader import load
+from affidavit.config.settings import Settings
+from affidavit.engine.query import Engine
 from affidavit.identity.lifecycle import approve_sire
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.sources import HttpsSource, LocalFolderSource, SftpSource, Transport
 from affidavit.store import SQLiteStore
 

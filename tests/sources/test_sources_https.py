@@ -11,18 +11,18 @@ import httpx
 import pytest
 from sources_servers import ConnectionTrap, Route
 
-from affidavit.config import HttpsSettings
+from affidavit.config.settings import HttpsSettings
 from affidavit.errors import ConfigurationError, InputRejected
 from affidavit.records import SourceDocument
-from affidavit.retry import JITTER
 from affidavit.sources import HttpsSource, parse_manifest
+from affidavit.util.retry import JITTER
 
 LIMIT = 4096
 BACKOFF = 0.25
 
 
 def jittered(sleeps: list[float], bases: list[float]) -> bool:
-    """Each pause is its exponential backoff plus at most JITTER of it (affidavit.retry)."""
+    """Each pause is its exponential backoff plus at most JITTER of it (affidavit.util.retry)."""
     return len(sleeps) == len(bases) and all(
         b <= s <= b * (1 + JITTER) for s, b in zip(sleeps, bases, strict=True))
 

@@ -11,9 +11,9 @@ from urllib.parse import quote
 import pytest
 import yaml
 
-from affidavit.config import IngestSettings, Settings
+from affidavit.config.settings import IngestSettings, Settings
 from affidavit.errors import InputRejected
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
 from affidavit.sources import (
     HttpsSource,
     LocalFolderSource,

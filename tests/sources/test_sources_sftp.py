@@ -11,18 +11,18 @@ import asyncssh
 import pytest
 from sources_servers import PASSWORD_ENV, SFTP_USER, SftpServer
 
-from affidavit.config import SftpSettings
+from affidavit.config.settings import SftpSettings
 from affidavit.errors import ConfigurationError, InputRejected
 from affidavit.records import SourceDocument
-from affidavit.retry import JITTER
 from affidavit.sources import SftpSource, parse_sftp_url
+from affidavit.util.retry import JITTER
 
 LIMIT = 1024
 SECRET = "the vault combination is 12-34-56"
 
 
 def jittered(sleeps: list[float], bases: list[float]) -> bool:
-    """Each pause is its exponential backoff plus at most JITTER of it (affidavit.retry)."""
+    """Each pause is its exponential backoff plus at most JITTER of it (affidavit.util.retry)."""
     return len(sleeps) == len(bases) and all(
         b <= s <= b * (1 + JITTER) for s, b in zip(sleeps, bases, strict=True))
 

@@ -21,8 +21,8 @@ import asyncssh
 import pytest
 from sources_servers import SftpServer
 
-from affidavit.config import Settings, SftpSettings
-from affidavit.ingest import Ingestor
+from affidavit.config.settings import Settings, SftpSettings
+from affidavit.ingest.run import Ingestor
 from affidavit.sources import SftpSource
 from affidavit.store import SQLiteStore
 

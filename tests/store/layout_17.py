@@ -9,7 +9,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from affidavit.classify.derived import derived_from_json, derived_to_json
+from affidavit.policy.derived import derived_from_json, derived_to_json
 
 CHUNKS_17 = """
 CREATE TABLE chunks_17 (

@@ -14,15 +14,15 @@ import pytest
 from tests.store.layout_17 import downgrade_to_17
 from tests.store.test_store_contract import STAFF, T, bundle
 
-from affidavit.classify.derived import HEADING_WITHHELD, TITLE_WITHHELD
-from affidavit.config import DEFAULT_LABELS, SensitivitySettings, Settings
+from affidavit.config.settings import DEFAULT_LABELS, SensitivitySettings, Settings
+from affidavit.engine.query import Engine
 from affidavit.index.snapshot import SQLiteSnapshotSource
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
+from affidavit.policy.derived import HEADING_WITHHELD, TITLE_WITHHELD
 from affidavit.records import DocumentMetadata, SourceDocument, sha256_hex
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore
-from affidavit.store.base import COUNTABLE_TABLES, RelationTuple
+from affidavit.store.protocol import COUNTABLE_TABLES, RelationTuple
 
 NOW = "2026-01-01T00:00:00+00:00"
 SECRET = "Lighthouse"  # a RESTRICTED keyword

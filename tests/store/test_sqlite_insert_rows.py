@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from affidavit.store.sqlite_lexical import insert_rows
+from affidavit.store.sqlite.lexical import insert_rows
 
 
 def table() -> sqlite3.Connection:

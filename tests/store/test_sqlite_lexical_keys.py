@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-import affidavit.store.sqlite as sqlite_module
-from affidavit.config import Settings
-from affidavit.ingest import Ingestor
+import affidavit.store.sqlite.commits as sqlite_module
+from affidavit.config.settings import Settings
+from affidavit.ingest.run import Ingestor
 from affidavit.records import DocumentMetadata, SourceDocument, sha256_hex
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore
-from affidavit.store.sqlite_lexical import term_keys
+from affidavit.store.sqlite.lexical import term_keys
 
 ENGLISH = ("The harbour master clears containers on the quay before the customs officer "
            "signs; clause cc6.1 and section 164.312 apply. Naïve Ωmega ｆｕｌｌ-width text.")

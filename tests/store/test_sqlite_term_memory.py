@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.config import Settings
+from affidavit.config.settings import Settings
 from affidavit.errors import StoreError
-from affidavit.ingest import Ingestor
+from affidavit.ingest.run import Ingestor
 from affidavit.records import DocumentMetadata, SourceDocument, sha256_hex
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore
-from affidavit.store.sqlite import SQLiteStore as StoreClass
+from affidavit.store.sqlite.store import SQLiteStore as StoreClass
 
 BODIES = {
     "a": "# Harbour\n\nThe harbour master clears containers on the quay.\n",
@@ -84,7 +84,7 @@ def test_a_full_term_memory_starts_again_without_losing_a_documents_known_terms(
     Ingestor(store, Settings()).run([StaticSource([document("a"), document("c"), d])])
     store.close()
 
-    monkeypatch.setattr("affidavit.store.sqlite_lexical.TERM_KEYS_KEPT", 3)
+    monkeypatch.setattr("affidavit.store.sqlite.lexical.TERM_KEYS_KEPT", 3)
     path = tmp_path / "bounded.db"
     store = SQLiteStore(path)
     summary = Ingestor(store, Settings()).run([StaticSource([document("a"), document("c"), d])])

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from tests.store.layout_17 import downgrade_to_17
 
-from affidavit.config import AclSettings, ChunkingSettings, Settings
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.config.settings import AclSettings, ChunkingSettings, Settings
+from affidavit.engine.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.records import DocumentMetadata, SourceDocument, sha256_hex
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore

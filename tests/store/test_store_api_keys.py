@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from affidavit.store.base import ApiKeyRecord, Store
+from affidavit.store.protocol import ApiKeyRecord, Store
 
 
 def record(key_id: str, principal: str = "user:alice") -> ApiKeyRecord:

@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from affidavit.config import AclSettings, ChunkingSettings, Settings, VectorSettings
+from affidavit.config.settings import AclSettings, ChunkingSettings, Settings, VectorSettings
+from affidavit.engine.query import Engine
 from affidavit.index import HashEmbeddingBackend, embed_missing, embed_query
-from affidavit.index.tokenize import Tokenizer
 from affidavit.index.vectors import Vectors
-from affidavit.ingest import Ingestor
-from affidavit.query import Engine
+from affidavit.ingest.run import Ingestor
 from affidavit.records import Chunk, DocumentMetadata, SourceDocument, sha256_hex
 from affidavit.sources.memory import StaticSource
 from affidavit.store import SQLiteStore
-from affidavit.store.base import Store
+from affidavit.store.protocol import Store
+from affidavit.text.tokenize import Tokenizer
 
 TENANT = "acme"
 SETTINGS = Settings(tenant=TENANT, acl=AclSettings(default=("*",)),
@@ -169,18 +169,18 @@ def test_a_relabelled_chunk_gets_a_new_id_and_loses_its_vector(store: Store) -> 
 
 def test_a_database_written_before_migration_16_migrates_and_edits(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from affidavit.store.migrations import SQLITE_MIGRATIONS as every
+    from affidavit.store.sqlite.migrations import SQLITE_MIGRATIONS as every
 
     # The store as it was before: the same code, every migration but 16 (the later ones
     # are what today's code writes through).
     path = tmp_path / "old.db"
-    monkeypatch.setattr("affidavit.store.sqlite.SQLITE_MIGRATIONS",
+    monkeypatch.setattr("affidavit.store.sqlite.store.SQLITE_MIGRATIONS",
                         tuple(m for m in every if m.version != 16))
     old_store = SQLiteStore(path)
     before = ingest(old_store, port(SECTIONS))
     (old_head,) = old_store.heads(TENANT)
     old_store.close()
-    monkeypatch.setattr("affidavit.store.sqlite.SQLITE_MIGRATIONS", every)
+    monkeypatch.setattr("affidavit.store.sqlite.store.SQLITE_MIGRATIONS", every)
 
     store = SQLiteStore(path)
     try:

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from tests.store.test_store_contract import T, bundle, ctx
 
-from affidavit.classify.derived import HEADING_WITHHELD, SOURCE_WITHHELD, TITLE_WITHHELD
+from affidavit.policy.derived import HEADING_WITHHELD, SOURCE_WITHHELD, TITLE_WITHHELD
 from affidavit.records import DerivedText
 from affidavit.store import Store
 

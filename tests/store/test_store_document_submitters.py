@@ -1,5 +1,5 @@
 """A node's owner is the principal that submitted its first version: the store contract
-for document submitters (every backend; affidavit.supersession reads it)."""
+for document submitters (every backend; affidavit.ingest.supersession reads it)."""
 
 from __future__ import annotations
 

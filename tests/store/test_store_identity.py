@@ -9,7 +9,7 @@ from tests.store.test_store_contract import STAFF, T, bundle
 
 from affidavit.errors import InputRejected
 from affidavit.store import Store, VersionBundle
-from affidavit.store.base import IDENTITY_COLLISION, KEEP, TAKE_OVER, IdentityResolution
+from affidavit.store.protocol import IDENTITY_COLLISION, KEEP, TAKE_OVER, IdentityResolution
 
 LATER = "2026-01-02T00:00:00+00:00"
 

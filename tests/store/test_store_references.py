@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from affidavit.errors import LedgerError
-from affidavit.references.model import Reference
-from affidavit.store.base import Store
+from affidavit.records import Reference
+from affidavit.store.protocol import Store
 
 T = "tenant-refs"
 NOW = "2026-01-01T00:00:00+00:00"

@@ -17,7 +17,7 @@ It sits in front of claim verification, so it is deliberately conservative:
 * never when a source's content is not what the entry was vetted against: an entry binds
   to the SHA-256 of each source's bytes as vetted (``vetted_against``, source id -> hex
   digest, what ``sha256sum`` prints for the file), and lapses when a source changes, goes,
-  or was never bound (fail closed; :mod:`affidavit.bindings`). The caller that knows the
+  or was never bound (fail closed; :mod:`affidavit.text.bindings`). The caller that knows the
   store says what each source's bytes are now (``content_of``).
 
 Entries live in a TOML file (``[[entries]]`` tables) or a YAML file (``entries:`` list),
@@ -38,11 +38,11 @@ from typing import Any
 
 import yaml
 
-from affidavit.answer.text import CJK_CLASS
-from affidavit.bindings import ContentBinding
 from affidavit.errors import InputRejected
+from affidavit.llm.text import CJK_CLASS
 from affidavit.retrieval.scope import check_scope
-from affidavit.textforms import nfkc
+from affidavit.text.bindings import ContentBinding
+from affidavit.text.forms import nfkc
 
 NEAR_EXACT_JACCARD = 0.9
 _TOKEN = re.compile(f"[{CJK_CLASS}]|[^\\W_{CJK_CLASS}]+")

@@ -22,7 +22,7 @@ from affidavit.ledger.checkpoint import Checkpoint, check_signature
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    from affidavit.store.base import PolicyEvent
+    from affidavit.store.protocol import PolicyEvent
 
 POLICY_CHECKPOINT_FORMAT = "affidavit.policy-checkpoint/1"
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the store imports this module; a runtime import would be a cycle
-    from affidavit.store.base import PolicyEvent
+    from affidavit.store.protocol import PolicyEvent
 
 GENESIS_HASH = "0" * 64
 _EVENT_DOMAIN = "affidavit.policy-event/1"

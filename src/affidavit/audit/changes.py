@@ -23,7 +23,7 @@ from affidavit.audit.events import (
 )
 
 if TYPE_CHECKING:
-    from affidavit.store.base import IdentityResolution, RelationTuple, Store
+    from affidavit.store.protocol import IdentityResolution, RelationTuple, Store
 
 
 def _now() -> str:

@@ -23,7 +23,7 @@ from affidavit.errors import InputRejected
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from affidavit.store.base import PolicyEvent, RelationTuple, Store
+    from affidavit.store.protocol import PolicyEvent, RelationTuple, Store
 
 TUPLE_ADD, TUPLE_REMOVE = "tuple.add", "tuple.remove"
 GRANT_ADD, GRANT_REVOKE = "grant.add", "grant.revoke"
@@ -38,9 +38,10 @@ EPOCHS_RECORDED = "epochs.recorded"
 SIRE_CARRY_OVER = "sire.carry_over"
 DECISION_LAPSE = "decision.lapse"
 """A recorded human decision no longer holds: the content it decided is gone or changed
-(:mod:`affidavit.bindings`)."""
+(:mod:`affidavit.text.bindings`)."""
 DOCUMENT_SUPERSEDE = "document.supersede"
-"""A submission over the service replaced a document's head (:mod:`affidavit.supersession`)."""
+"""A submission over the service replaced a document's head
+(:mod:`affidavit.ingest.supersession`)."""
 
 POLICY_EVENT_KINDS = frozenset({
     TUPLE_ADD, TUPLE_REMOVE, GRANT_ADD, GRANT_REVOKE, API_KEY_CREATE, API_KEY_REVOKE,

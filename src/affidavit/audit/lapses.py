@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from affidavit.audit.events import DECISION_LAPSE
 
 if TYPE_CHECKING:
-    from affidavit.store.base import Store
+    from affidavit.store.protocol import Store
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from affidavit.audit.events import (
 )
 
 if TYPE_CHECKING:
-    from affidavit.store.base import ApiKeyRecord, PolicyEvent, RelationTuple, Store
+    from affidavit.store.protocol import ApiKeyRecord, PolicyEvent, RelationTuple, Store
 
 POLICY_ROW_KINDS = frozenset({TUPLE_ADD, TUPLE_REMOVE, GRANT_ADD, GRANT_REVOKE,
                               API_KEY_CREATE, API_KEY_REVOKE})

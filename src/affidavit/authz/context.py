@@ -48,11 +48,11 @@ from typing import Protocol
 from affidavit.audit.replay import PolicyState, ReplayCache, grants_in_force, tuples_in_force
 from affidavit.authz.expand import PolicyIndex, granted_labels, policy_version
 from affidavit.authz.tuples import parse_principal, parse_tuple
-from affidavit.config import PUBLIC, Settings
+from affidavit.config.settings import PUBLIC, Settings
 from affidavit.errors import AuthorizationError
 from affidavit.index.epochs import serving_epoch
 from affidavit.records import AuthzContext
-from affidavit.store.base import RelationTuple, Store
+from affidavit.store.protocol import RelationTuple, Store
 
 
 class Authorizer(Protocol):

@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from affidavit.authz.tuples import EVERYONE, PARENT, VIEWER, folder_ancestors
-from affidavit.config import PUBLIC
+from affidavit.config.settings import PUBLIC
 from affidavit.records import canonical_json, stable_hash
-from affidavit.store.base import RelationTuple
+from affidavit.store.protocol import RelationTuple
 
 _VIEWABLE_PREFIXES = ("doc:", "folder:", "collection:")
 

@@ -27,8 +27,8 @@ from typing import Any
 
 from affidavit.authz.expand import PolicyIndex, granted_labels
 from affidavit.authz.tuples import EVERYONE, PARENT, VIEWER, folder_ancestors
-from affidavit.config import PUBLIC
-from affidavit.store.base import RelationTuple
+from affidavit.config.settings import PUBLIC
+from affidavit.store.protocol import RelationTuple
 
 READABLE = "READABLE"
 PARTIAL = "PARTIAL"

@@ -25,10 +25,10 @@ from affidavit.authz.explain import (
     principal_is_known,
 )
 from affidavit.authz.tuples import parse_principal
-from affidavit.config import PUBLIC, Settings
+from affidavit.config.settings import PUBLIC, Settings
 from affidavit.errors import NotFound
 from affidavit.index.epochs import serving_epoch
-from affidavit.store.base import HeadInfo, RelationTuple, Store
+from affidavit.store.protocol import HeadInfo, RelationTuple, Store
 
 _BATCH = 500
 

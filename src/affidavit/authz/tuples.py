@@ -25,7 +25,7 @@ import re
 from urllib.parse import quote
 
 from affidavit.errors import AuthorizationError, InputRejected
-from affidavit.store.base import RelationTuple
+from affidavit.store.protocol import RelationTuple
 
 EVERYONE = "*"
 VIEWER = "viewer"

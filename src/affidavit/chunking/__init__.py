@@ -3,6 +3,6 @@ shared sentence splitter."""
 
 from affidavit.chunking.chunker import TOO_MANY_CHUNKS, chunk_document
 from affidavit.chunking.ids import chunk_ids
-from affidavit.chunking.sentences import split_sentences
+from affidavit.text.sentences import split_sentences
 
 __all__ = ["TOO_MANY_CHUNKS", "chunk_document", "chunk_ids", "split_sentences"]

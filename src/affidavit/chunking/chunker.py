@@ -12,10 +12,10 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from affidavit.chunking.sentences import split_sentences
-from affidavit.config import ChunkingSettings
+from affidavit.config.settings import ChunkingSettings
 from affidavit.errors import ConfigurationError, InputRejected
 from affidavit.records import ChunkDraft, ExtractedDocument, Paragraph, Segment
+from affidavit.text.sentences import split_sentences
 
 TOO_MANY_CHUNKS = "TOO_MANY_CHUNKS"
 

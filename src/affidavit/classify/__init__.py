@@ -9,15 +9,15 @@ An optional model-based :class:`ParagraphClassifier` may add its opinion through
 ask it only through :func:`consult_classifier`.
 """
 
-from affidavit.classify.classifier import (
+from affidavit.policy.classifier import (
     ParagraphClassifier,
     RecordingClassifier,
     consult_classifier,
 )
-from affidavit.classify.detectors import DETECTORS, Detection, run_detectors
-from affidavit.classify.labels import classify_paragraphs, restricted_filename_matches
-from affidavit.classify.policy import SensitivityPolicy
-from affidavit.classify.segments import build_segments
+from affidavit.policy.detectors import DETECTORS, Detection, run_detectors
+from affidavit.policy.labels import classify_paragraphs, restricted_filename_matches
+from affidavit.policy.policy import SensitivityPolicy
+from affidavit.policy.segments import build_segments
 
 __all__ = [
     "DETECTORS",

@@ -8,13 +8,13 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from affidavit.bindings import CONTENT_CHANGED, lapse_reason, text_sha256
-from affidavit.classify.labels import classify_paragraphs
 from affidavit.classify.model import ModelParagraphClassifier
 from affidavit.classify.overrides import LabelOverride, LapsedOverride
-from affidavit.classify.policy import SensitivityPolicy
-from affidavit.config import RESTRICTED
+from affidavit.config.settings import RESTRICTED
+from affidavit.policy.labels import classify_paragraphs
+from affidavit.policy.policy import SensitivityPolicy
 from affidavit.records import ExtractedDocument, ParagraphLabel
+from affidavit.text.bindings import CONTENT_CHANGED, lapse_reason, text_sha256
 
 
 def inherited_labels(inherit: Mapping[str, str], path: str) -> list[tuple[str, str]]:

@@ -5,13 +5,13 @@ for a caller or a model admits only chunks of the reader's current epoch (the fi
 inside the store query, beside the label and ACL filters). So a policy change — a new
 RESTRICTED keyword, a detector moved to another label — is in force on the very next
 request: chunks labelled under the old policy are not served until they are re-labelled
-from their stored blob (:mod:`affidavit.relabel`, run at the start of every ingestion run).
+from their stored blob (:mod:`affidavit.ingest.relabel`, run at the start of every ingestion run).
 """
 
 from __future__ import annotations
 
-from affidavit.classify.policy import SensitivityPolicy
-from affidavit.config import SensitivitySettings
+from affidavit.config.settings import SensitivitySettings
+from affidavit.policy.policy import SensitivityPolicy
 from affidavit.records import canonical_json, stable_hash
 
 LABEL_RULES_VERSION = "1"

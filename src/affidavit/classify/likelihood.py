@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from affidavit.answer.compiler import CompiledPrompt, load_template
-from affidavit.answer.guard import GuardedProvider
-from affidavit.answer.providers import ProviderRequest
-from affidavit.classify.policy import SensitivityPolicy
-from affidavit.config import RESTRICTED
+from affidavit.config.settings import RESTRICTED
+from affidavit.llm.compiler import CompiledPrompt, load_template
+from affidavit.llm.guard import GuardedProvider
+from affidavit.llm.providers import ProviderRequest
+from affidavit.policy.policy import SensitivityPolicy
 from affidavit.records import sha256_hex, stable_hash
 
 METHOD_VERSION = "label-likelihood-v1"

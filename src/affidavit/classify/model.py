@@ -9,7 +9,7 @@ What it may see and do:
   (a page-less document: at paragraph boundaries), consecutive windows sharing their last
   ``overlap_pages`` pages; where windows overlap, the more severe answer wins.
 * Its answer can only raise a paragraph's label: it becomes one more signal of
-  :func:`~affidavit.classify.labels.classify_paragraphs` (``extra=``), which keeps the most
+  :func:`~affidavit.policy.labels.classify_paragraphs` (``extra=``), which keeps the most
   severe; an unknown label or a malformed answer is no opinion.
 * Its prompt is generated from the configured labels (or ``[sensitivity.model] prompt``);
   the model id and the prompt's hash are part of the label epoch and of every version's
@@ -28,18 +28,18 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from affidavit.answer.compiler import CompiledPrompt, load_template
-from affidavit.answer.guard import GuardedProvider, RestrictedGuard
-from affidavit.answer.providers import LLMProvider, ProviderRequest
 from affidavit.classify import likelihood
-from affidavit.classify.policy import SensitivityPolicy
-from affidavit.config import (
+from affidavit.config.settings import (
     RESTRICTED,
     LocalModelSettings,
     ModelClassifierSettings,
     ProviderSettings,
 )
 from affidavit.errors import ConfigurationError
+from affidavit.llm.compiler import CompiledPrompt, load_template
+from affidavit.llm.guard import GuardedProvider, RestrictedGuard
+from affidavit.llm.providers import LLMProvider, ProviderRequest
+from affidavit.policy.policy import SensitivityPolicy
 from affidavit.records import ExtractedDocument, ParagraphLabel, sha256_hex, stable_hash
 
 PROMPT_VERSION = "paragraph-labels-v1"
@@ -83,7 +83,7 @@ def classifier_identity(settings: ModelClassifierSettings, policy: SensitivityPo
         return "none", "none"
     windows = (str(settings.window_chars), str(settings.overlap_pages))
     if settings.provider == LOCAL:
-        from affidavit.answer.local import LocalProvider
+        from affidavit.llm.local import LocalProvider
 
         model = LocalProvider(LocalModelSettings(model_path=settings.model)).model_id
         return model, stable_hash(LOCAL, likelihood.prompts_identity(policy, settings.prompt),
@@ -133,7 +133,7 @@ class ModelParagraphClassifier:
         if not settings.enabled:
             return None
         if settings.provider == LOCAL:
-            from affidavit.answer.local import LocalProvider
+            from affidavit.llm.local import LocalProvider
 
             # Greedy scoring: the provider's temperature is never used.
             return cls(LocalProvider(LocalModelSettings(model_path=settings.model)), policy,
@@ -142,7 +142,7 @@ class ModelParagraphClassifier:
             raise ConfigurationError(
                 f"[sensitivity.model] provider must be {OPENAI!r} or {LOCAL!r}, not "
                 f"{settings.provider!r}")
-        from affidavit.answer.openai import OpenAIProvider
+        from affidavit.llm.openai import OpenAIProvider
 
         provider = OpenAIProvider(ProviderSettings(
             base_url=settings.base_url, model=settings.model, api_key_env=settings.api_key_env,

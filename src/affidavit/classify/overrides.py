@@ -3,7 +3,7 @@
 An override is a ``label.override`` event in the tenant's policy audit trail (actor, time,
 the label before and after, the reason): the trail is the one record of them, and the
 overrides in force for a document are its replay. An override is bound to the content it
-was decided about (:mod:`affidavit.bindings`): the hash of the paragraph's normalized
+was decided about (:mod:`affidavit.text.bindings`): the hash of the paragraph's normalized
 text and the label it replaced, never the paragraph's position. Ingestion
 applies it to the paragraphs with that text whose detected label is still the one it
 replaced, wherever they now sit; a paragraph inserted above does not inherit it, and an
@@ -26,10 +26,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from affidavit.audit import DECISION_LAPSE, LABEL_OVERRIDE, record_policy_event
-from affidavit.bindings import UNBOUND, ContentBinding, text_sha256
 from affidavit.errors import InputRejected
 from affidavit.records import ExtractedDocument, ParagraphLabel, canonical_json, stable_hash
-from affidavit.store.base import PolicyEvent, Store
+from affidavit.store.protocol import PolicyEvent, Store
+from affidavit.text.bindings import UNBOUND, ContentBinding, text_sha256
 
 LAPSE_ACTOR = "system:bindings"
 _OVERRIDE_REASON = "override:"

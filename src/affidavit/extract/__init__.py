@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract import archive, docx, guard, pdf
 from affidavit.extract.csv_format import MALFORMED_CSV, CsvParser

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 
 MALFORMED_ARCHIVE = "MALFORMED_ARCHIVE"

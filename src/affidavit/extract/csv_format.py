@@ -12,7 +12,7 @@ import csv
 import io
 import re
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract.decode import check_line_lengths
 from affidavit.extract.layout import RECORD, RenderedText, rendered_budget

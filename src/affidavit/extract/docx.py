@@ -41,7 +41,7 @@ from xml.etree.ElementTree import Element, ParseError
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract.archive import ArchiveLimits, SafeZip
 from affidavit.extract.decode import EMPTY_DOCUMENT

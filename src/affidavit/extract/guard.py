@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar, cast
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 
 PARSE_TIMEOUT = "PARSE_TIMEOUT"

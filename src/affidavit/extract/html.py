@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser as _StdlibHTMLParser
 from itertools import groupby
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract.decode import EMPTY_DOCUMENT
 from affidavit.extract.dropped import (

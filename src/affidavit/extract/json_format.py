@@ -6,7 +6,7 @@ import json
 import re
 from itertools import accumulate
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract.layout import RenderedText, rendered_budget
 from affidavit.extract.structured import render_records, top_level_title

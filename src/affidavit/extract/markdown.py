@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract.decode import check_line_lengths
 from affidavit.extract.dropped import FRONT_MATTER_FIELD, DroppedCollector

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from affidavit.config import OcrSettings
+from affidavit.config.settings import OcrSettings
 from affidavit.errors import InputRejected
 from affidavit.extract.dropped import PDF_OCR_LOW_CONFIDENCE
 from affidavit.records import DroppedContent

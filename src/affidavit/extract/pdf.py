@@ -32,7 +32,7 @@ from typing import Any
 from pypdf import PageObject, PdfReader, apply_configuration
 from pypdf.errors import LimitReachedError, PyPdfError
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract.archive import RATIO_FLOOR_BYTES
 from affidavit.extract.decode import EMPTY_DOCUMENT

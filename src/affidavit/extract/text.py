@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.extract.decode import check_line_lengths
 from affidavit.extract.layout import PARAGRAPH, SpanCollector, blank_line_blocks
 from affidavit.records import ExtractedDocument

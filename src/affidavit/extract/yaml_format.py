@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from affidavit.config import IngestSettings
+from affidavit.config.settings import IngestSettings
 from affidavit.extract.decode import check_line_lengths
 from affidavit.extract.dropped import YAML_COMMENT, DroppedCollector
 from affidavit.extract.layout import RenderedText, rendered_budget

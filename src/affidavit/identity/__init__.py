@@ -6,7 +6,7 @@ The names below are imported on first use (PEP 562): the search path needs only
 
 from typing import TYPE_CHECKING
 
-from affidavit.lazy import lazy_exports
+from affidavit.util.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from affidavit.identity.nodes import node_id_for, version_id_for, witness_for
@@ -40,10 +40,13 @@ _EXPORTS = {
     "term_tokens": "terms",
 }
 
+
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
 
 # Only the exported names stay public.
 del TYPE_CHECKING, lazy_exports
+
 
 __all__ = [
     "SireInputs",

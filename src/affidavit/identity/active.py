@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
-from affidavit.store.base import Store
+from affidavit.store.protocol import Store
 
 MAX_REMEMBERED = 65_536
 """Versions remembered per tenant; all are forgotten beyond this (then read again)."""

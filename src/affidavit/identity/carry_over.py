@@ -16,7 +16,7 @@ from typing import Any
 
 from affidavit.audit.events import SIRE_CARRY_OVER, record_policy_event
 from affidavit.records import SireTuple, canonical_json, stable_hash
-from affidavit.store.base import SireRecord, Store, VersionBundle
+from affidavit.store.protocol import SireRecord, Store, VersionBundle
 
 PROPOSAL_FIELDS = ("subject", "included", "relevant", "excluded")
 CARRY_OVER_ACTOR = "system:carry_over"

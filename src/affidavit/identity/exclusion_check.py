@@ -14,9 +14,9 @@ record of its head versions has an Excluded term.
 
 from __future__ import annotations
 
-from affidavit.config import Settings
+from affidavit.config.settings import Settings
 from affidavit.errors import ConfigurationError
-from affidavit.store.base import Store
+from affidavit.store.protocol import Store
 
 ACTIVE = "ACTIVE"
 

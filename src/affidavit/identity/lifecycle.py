@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from affidavit.audit.events import SIRE_STATE, record_policy_event
 from affidavit.errors import AffidavitError, InputRejected, NotFound
 from affidavit.identity.sire import SireInputs, excluded_conflicts
-from affidavit.store.base import SireRecord, Store
+from affidavit.store.protocol import SireRecord, Store
 
 APPROVAL_BATCH = 500
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 from affidavit.audit import changes as audited
 from affidavit.records import SourceDocument, node_id_for, sha256_hex
-from affidavit.store.base import TAKE_OVER, HeadInfo, IdentityResolution, Store
+from affidavit.store.protocol import TAKE_OVER, HeadInfo, IdentityResolution, Store
 
 MOVE_ACTOR = "system:move"
 MOVE_NOTE = "moved: the same bytes left one path and appeared at this one in one listing"

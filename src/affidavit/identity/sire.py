@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from affidavit.config import SireSettings
+from affidavit.config.settings import SireSettings
 from affidavit.errors import ConfigurationError
 from affidavit.identity.terms import (
     display_term,
@@ -44,9 +44,9 @@ from affidavit.identity.terms import (
     occurrences,
     term_tokens,
 )
-from affidavit.index.tokenize import CJK_CLASS
 from affidavit.records import SireTuple, ordered_unique, stable_hash
-from affidavit.textforms import nfkc
+from affidavit.text.forms import nfkc
+from affidavit.text.tokenize import CJK_CLASS
 
 MIN_ACRONYM_COUNT = 2
 MIN_WORD_COUNT = 4

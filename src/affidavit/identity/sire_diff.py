@@ -21,7 +21,7 @@ from typing import Any
 
 from affidavit.identity.sire_labels import sire_records_for
 from affidavit.records import AuthzContext, SireTuple
-from affidavit.store.base import SireRecord, Store
+from affidavit.store.protocol import SireRecord, Store
 
 TERM_FIELDS = ("included", "relevant", "excluded")
 

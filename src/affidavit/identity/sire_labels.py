@@ -30,11 +30,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Any
 
-from affidavit.config import PUBLIC, RESTRICTED, SireSettings
+from affidavit.config.settings import PUBLIC, RESTRICTED, SireSettings
 from affidavit.identity.sire import SireInputs, normalize_subject, propose_sire
 from affidavit.identity.terms import display_term, fold, term_pattern
 from affidavit.records import AuthzContext, SireTuple
-from affidavit.store.base import SireRecord, Store
+from affidavit.store.protocol import SireRecord, Store
 
 SUBJECT_WITHHELD = "[subject withheld]"
 PARAGRAPH_BREAK = "\n\n"
@@ -49,7 +49,7 @@ def propose_labelled_sire(inputs: SireInputs, paragraphs: Sequence[tuple[str, st
     """Algorithm 1 over the non-RESTRICTED ``(text, label)`` paragraphs, each term labelled.
 
     ``label_metadata`` labels one string of the document's metadata as a paragraph of the
-    document would be labelled (see :func:`affidavit.classify.labels.label_text`)."""
+    document would be labelled (see :func:`affidavit.policy.labels.label_text`)."""
     visible = [(text, label) for text, label in paragraphs if label.upper() != RESTRICTED]
     sire = propose_sire(inputs, PARAGRAPH_BREAK.join(text for text, _ in visible), settings)
     return label_terms(sire, inputs, visible, most_severe=most_severe,

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from affidavit.audit.events import DECISION_LAPSE, IDENTITY_RESOLVE, record_policy_event
-from affidavit.bindings import CONTENT_CHANGED
-from affidavit.store.base import TAKE_OVER, IdentityResolution, Store, identity_collision
+from affidavit.store.protocol import TAKE_OVER, IdentityResolution, Store, identity_collision
+from affidavit.text.bindings import CONTENT_CHANGED
 
 LAPSE_ACTOR = "system:bindings"
 _BYTES = re.compile(r"bytes sha256:([0-9a-f]{64})")

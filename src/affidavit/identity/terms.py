@@ -24,8 +24,8 @@ import functools
 import re
 from collections.abc import Iterable, Iterator
 
-from affidavit.index.tokenize import CJK_CLASS, cjk_grams
-from affidavit.textforms import nfkc
+from affidavit.text.forms import nfkc
+from affidavit.text.tokenize import CJK_CLASS, cjk_grams
 
 _WORD_CHAR = f"[^\\W_{CJK_CLASS}]"
 _IDENTITY_TOKEN = re.compile(f"({_WORD_CHAR}+)|([{CJK_CLASS}]+)")

@@ -7,9 +7,10 @@ tokenizer does not load numpy or the HTTP client with the vector backends.
 
 from typing import TYPE_CHECKING
 
-from affidavit.lazy import lazy_exports
+from affidavit.util.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from affidavit.index.backends import BACKENDS, make_backend
     from affidavit.index.bm25 import (
         DEFAULT_PARAMS,
         Bm25Params,
@@ -34,14 +35,7 @@ if TYPE_CHECKING:
     from affidavit.index.minilm import MiniLMBackend
     from affidavit.index.openai_embeddings import OpenAIEmbeddingBackend
     from affidavit.index.snapshot import IndexSnapshot, SnapshotSource, SQLiteSnapshotSource
-    from affidavit.index.stopwords import BUILTIN_STOP_WORDS, expand_stop_words
-    from affidavit.index.tokenize import TOKENIZER_VERSION, Tokenizer
-    from affidavit.index.vectors import (
-        BACKENDS,
-        EmbeddingBackend,
-        HashEmbeddingBackend,
-        make_backend,
-    )
+    from affidavit.index.vectors import EmbeddingBackend, HashEmbeddingBackend
 
 _EXPORTS = {
     "DEFAULT_PARAMS": "bm25",
@@ -68,16 +62,12 @@ _EXPORTS = {
     "MiniLMBackend": "minilm",
     "OpenAIEmbeddingBackend": "openai_embeddings",
     "IndexSnapshot": "snapshot",
-    "SnapshotSource": "snapshot",
     "SQLiteSnapshotSource": "snapshot",
-    "BUILTIN_STOP_WORDS": "stopwords",
-    "expand_stop_words": "stopwords",
-    "TOKENIZER_VERSION": "tokenize",
-    "Tokenizer": "tokenize",
-    "BACKENDS": "vectors",
+    "SnapshotSource": "snapshot",
+    "BACKENDS": "backends",
     "EmbeddingBackend": "vectors",
     "HashEmbeddingBackend": "vectors",
-    "make_backend": "vectors",
+    "make_backend": "backends",
 }
 
 
@@ -90,10 +80,8 @@ del TYPE_CHECKING, lazy_exports
 
 __all__ = [
     "BACKENDS",
-    "BUILTIN_STOP_WORDS",
     "DEFAULT_PARAMS",
     "DEGRADED_BOUNDARY",
-    "TOKENIZER_VERSION",
     "Bm25Params",
     "Boundary",
     "EmbedReport",
@@ -107,7 +95,6 @@ __all__ = [
     "SnapshotSource",
     "TenantIndex",
     "TenantVectors",
-    "Tokenizer",
     "bm25_scores",
     "boundary_record",
     "compute_boundary",
@@ -116,7 +103,6 @@ __all__ = [
     "document_score",
     "embed_missing",
     "embed_query",
-    "expand_stop_words",
     "idf",
     "ledoit_wolf",
     "make_backend",

@@ -12,7 +12,7 @@ A run whose boundary cannot be computed (too few vectors, a covariance with no s
 all, vectors that are not finite, an embedder that fails) does not promote its chunks (spec
 003 §10.1):
 :func:`lock_boundary` raises :class:`BoundaryFailure` with a reason code, and the run keeps
-the previous heads serving (:mod:`affidavit.index.boundary_gate`).
+the previous heads serving (:mod:`affidavit.ingest.boundary_gate`).
 
 Ledoit–Wolf, as in Ledoit & Wolf (2004) and scikit-learn's ``ledoit_wolf``: with ``X`` the
 centred ``n × p`` data and ``S = XᵀX / n``, ``m = tr(S) / p``,
@@ -35,7 +35,7 @@ from affidavit.errors import GovernanceError, InputRejected
 from affidavit.index.control_limit import DEFAULT_CONFIDENCE, ControlLimit
 from affidavit.index.serving import DEGRADED_BOUNDARY as DEGRADED_BOUNDARY
 from affidavit.records import canonical_json, sha256_hex
-from affidavit.store.base import Store
+from affidavit.store.protocol import Store
 
 Matrix = npt.NDArray[np.float64]
 BOUNDARY_VERSION = "ledoit-wolf-v1"

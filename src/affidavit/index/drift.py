@@ -4,7 +4,7 @@ An edit that drops a document's tables, half its headings, its redaction markers
 of its text is more often a broken export, a wrong file or a parser change than an
 intended rewrite. Each new version of a node is compared with the version it would
 supersede on structural invariants (:class:`Structure`); past the ``[drift]`` thresholds
-(:class:`~affidavit.config.DriftSettings`) it is quarantined as ``DRIFT`` and the previous
+(:class:`~affidavit.config.settings.DriftSettings`) it is quarantined as ``DRIFT`` and the previous
 version keeps serving. A reviewer who releases the quarantine entry
 (``affidavit quarantine release``) lets exactly those bytes in on the next run: the entry
 names their digest.
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from affidavit.config import DriftSettings, IngestSettings
+from affidavit.config.settings import DriftSettings, IngestSettings
 from affidavit.errors import InputRejected
 from affidavit.extract import extract
 from affidavit.records import ExtractedDocument
-from affidavit.store.base import HeadInfo, Store
+from affidavit.store.protocol import HeadInfo, Store
 
 DRIFT = "DRIFT"
 REDACTION_MARKERS = ("[redacted]", "[removed]", "\u2588")
@@ -67,7 +67,7 @@ def _released(store: Store, tenant: str, alias: str, raw_digest: str) -> bool:
 
 def _digest_tag(raw_digest: str) -> str:
     """How an entry names the bytes it holds: the whole SHA-256, so that a release binds to
-    exactly those bytes (:mod:`affidavit.bindings`). An entry recorded with a shorter tag
+    exactly those bytes (:mod:`affidavit.text.bindings`). An entry recorded with a shorter tag
     no longer matches: its bytes wait for a release of the entry the next run records."""
     return f"bytes sha256:{raw_digest}"
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from affidavit.errors import ProviderError, StoreError
 from affidavit.index.vectors import EmbeddingBackend, Vectors
-from affidavit.store.base import Store
+from affidavit.store.protocol import Store
 
 DEFAULT_FETCH_BATCHES = 16
 """Chunks fetched per round, in backend batches: larger rounds let the backend sort texts by

@@ -2,7 +2,7 @@
 
 Five things decide what ingestion derives from a document's stored bytes, and each is an
 epoch: the ``policy`` (sensitivity rules, chunking, ACL default, SIRE, tokenizer and caps:
-:func:`affidavit.ingest.policy_epoch`, whose ``label`` part every chunk carries), the
+:func:`affidavit.ingest.run.policy_epoch`, whose ``label`` part every chunk carries), the
 record ``schema``, the identity ``resolver``, the ``embedding_model`` vectors are computed
 with and the classifier's ``prompt_template``. A version's witness hashes its raw digest
 with all but the embedding model; a vector is keyed by its model.
@@ -29,11 +29,11 @@ from typing import Any
 
 from affidavit.audit.events import EPOCHS_RECORDED, record_policy_event
 from affidavit.classify.epoch import label_epoch
-from affidavit.classify.policy import SensitivityPolicy
-from affidavit.config import Settings
-from affidavit.index.tokenize import Tokenizer
+from affidavit.config.settings import Settings
+from affidavit.policy.policy import SensitivityPolicy
 from affidavit.records import SCHEMA_VERSION, canonical_json, stable_hash
-from affidavit.store.base import Store
+from affidavit.store.protocol import Store
+from affidavit.text.tokenize import Tokenizer
 
 RESOLVER_VERSION = "1"
 """Bump when the identity resolver's code changes which node a document is."""
@@ -84,7 +84,7 @@ def _classifier_identity(settings: Settings, policy: SensitivityPolicy) -> tuple
 
 def current_epochs(settings: Settings, tenant: str | None = None) -> Epochs:
     """The epochs ``settings`` put in force for ``tenant``."""
-    from affidavit.index.vectors import make_backend
+    from affidavit.index.backends import make_backend
 
     lex = settings.lexical
     tokenizer = Tokenizer(lex.language, lex.stem, lex.stop_words)

@@ -26,13 +26,12 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from affidavit.classify.policy import SensitivityPolicy
-from affidavit.config import Settings
+from affidavit.config.settings import Settings
 from affidavit.errors import InputRejected
 from affidavit.extract import extract
-from affidavit.records import stable_hash
-from affidavit.references.model import DOCUMENT, Reference
-from affidavit.store.base import HeadInfo, Store
+from affidavit.policy.policy import SensitivityPolicy
+from affidavit.records import DOCUMENT, Reference, stable_hash
+from affidavit.store.protocol import HeadInfo, Store
 
 RESOLVED, NOT_FOUND, AMBIGUOUS, EXTERNAL, REFUSED = (
     "resolved", "not_found", "ambiguous", "external", "refused")

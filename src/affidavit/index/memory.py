@@ -10,7 +10,7 @@ in the context) and applied *inside* scoring: only permitted postings accumulate
 only permitted vectors are compared. The score of a permitted row is computed by the same
 operations in the same order whatever else is permitted, so the filter removes rows from a
 ranking and never reorders the rest. Scores equal the SQL path's
-(:meth:`~affidavit.store.base.Store.lexical_search`) up to floating-point summation order.
+(:meth:`~affidavit.store.protocol.Store.lexical_search`) up to floating-point summation order.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from affidavit.errors import StoreError
 from affidavit.index.bm25 import idf
 from affidavit.index.snapshot import IndexSnapshot, SnapshotSource
 from affidavit.records import AuthzContext
-from affidavit.store.base import ChunkRecord, LexicalHit, Store, VectorHit
+from affidavit.store.protocol import ChunkRecord, LexicalHit, Store, VectorHit
 
 Mask = npt.NDArray[np.bool_]
 MASK_CACHE_SIZE = 128

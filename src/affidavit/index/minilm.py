@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from affidavit.config import VectorSettings
+from affidavit.config.settings import VectorSettings
 from affidavit.errors import ConfigurationError, ProviderError
 from affidavit.index.vectors import Vectors, l2_normalize
 from affidavit.records import stable_hash

@@ -29,7 +29,7 @@ import numpy as np
 
 from affidavit.errors import ConfigurationError, ProviderError
 from affidavit.index.vectors import Vectors, l2_normalize
-from affidavit.onnx_models import SessionPool, file_digest
+from affidavit.util.onnx import SessionPool, file_digest
 
 MODEL_FILE = "minilm_int8.onnx"
 TOKENIZER_FILE = "minilm.tokenizer.json"
@@ -74,7 +74,7 @@ def packaged_model() -> PackagedModel:
 class OnnxEncoder:
     """A tokenizer and a session pool: texts to unit vectors, one text per run. A single
     text (a query) runs on :data:`THREADS` threads, several (an ingest batch) side by side
-    on :data:`WORKERS` one-thread sessions (:class:`~affidavit.onnx_models.SessionPool`);
+    on :data:`WORKERS` one-thread sessions (:class:`~affidavit.util.onnx.SessionPool`);
     a text's bytes are the same on either path."""
 
     def __init__(self, sessions: SessionPool, tokenizer: Any) -> None:

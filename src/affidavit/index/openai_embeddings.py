@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 import numpy as np
 
-from affidavit.config import VectorSettings
+from affidavit.config.settings import VectorSettings
 from affidavit.errors import ConfigurationError, ProviderError
 from affidavit.index.vectors import Vectors, l2_normalize
 

@@ -12,7 +12,7 @@ The names of quarantined documents are derived text that was never labelled (the
 was refused before its labels were decided). The ledger keeps them, as the spec asks; a
 reader of the record sees a name only when it may read the whole head document of that
 path now (:func:`boundary_shown_to`); the others are left out, count and all, as in run
-views (:mod:`affidavit.service.run_views`): the annotation alone says the scope was
+views (:mod:`affidavit.service.api.run_views`): the annotation alone says the scope was
 narrower. The answer returned to the asker carries the annotation on each claim, never the
 names.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from affidavit.records import AuthzContext
-from affidavit.store.base import RunRecord, Store
+from affidavit.store.protocol import RunRecord, Store
 
 # Defined here rather than beside the boundary's numpy code: every answer reads it.
 DEGRADED_BOUNDARY = "DEGRADED_BOUNDARY"

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from affidavit.config import VectorSettings
+from affidavit.config.settings import VectorSettings
 from affidavit.errors import ConfigurationError
 
 Vectors = npt.NDArray[np.float32]
@@ -101,50 +101,3 @@ class HashEmbeddingBackend:
         digest = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(),
                                 "big")
         return digest % self._dimensions, 1.0 if (digest >> 63) & 1 else -1.0
-
-
-def _none(_: VectorSettings) -> EmbeddingBackend | None:
-    return None
-
-
-def _hash(settings: VectorSettings) -> EmbeddingBackend | None:
-    return HashEmbeddingBackend.from_settings(settings)
-
-
-def _minilm(settings: VectorSettings) -> EmbeddingBackend | None:
-    if settings.runtime == "torch":
-        from affidavit.index.minilm import MiniLMBackend  # the heavy extra stays unimported
-
-        return MiniLMBackend.from_settings(settings)
-    if settings.model_path:
-        raise ConfigurationError("a model_path of your own runs on runtime = 'torch'",
-                                 key="vectors.runtime")
-    from affidavit.index.minilm_onnx import MiniLMOnnxBackend, packaged_model
-
-    return MiniLMOnnxBackend(packaged_model(), max_length=settings.max_seq_length)
-
-
-def _openai(settings: VectorSettings) -> EmbeddingBackend | None:
-    from affidavit.index.openai_embeddings import OpenAIEmbeddingBackend
-
-    return OpenAIEmbeddingBackend.from_settings(settings)
-
-
-BACKENDS: Mapping[str, Callable[[VectorSettings], EmbeddingBackend | None]] = {
-    "none": _none,
-    "hash": _hash,
-    "minilm": _minilm,
-    "openai": _openai,
-}
-"""Backend name (``[vectors] backend``) to factory."""
-
-
-def make_backend(settings: VectorSettings) -> EmbeddingBackend | None:
-    """The configured backend, or ``None`` when the vector channel is off.
-
-    Construction is light: model weights load and endpoints are contacted on first use.
-    """
-    factory = BACKENDS.get(settings.backend.strip().lower())
-    if factory is None:
-        raise ConfigurationError(f"must be one of {', '.join(BACKENDS)}", key="vectors.backend")
-    return factory(settings)

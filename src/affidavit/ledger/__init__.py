@@ -8,8 +8,8 @@ from affidavit.ledger.chain import GENESIS_HASH, ChainReport, link_hash, record_
 __all__ = ["GENESIS_HASH", "ChainReport", "Checkpoint", "ReplayReport", "link_hash",
            "record_hash", "replay", "verify_anchored", "verify_chain"]
 
-_LAZY = {"ReplayReport": "affidavit.ledger.replay_record",
-         "replay": "affidavit.ledger.replay_record",
+_LAZY = {"ReplayReport": "affidavit.engine.replay",
+         "replay": "affidavit.engine.replay",
          "Checkpoint": "affidavit.ledger.checkpoint",
          "verify_anchored": "affidavit.ledger.checkpoint"}
 

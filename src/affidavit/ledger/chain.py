@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the store imports this module; a runtime import would be a cycle
-    from affidavit.store.base import LedgerEntry
+    from affidavit.store.protocol import LedgerEntry
 
 GENESIS_HASH = "0" * 64
 LEGACY_LINK_FORMAT = 1

@@ -35,7 +35,7 @@ from affidavit.errors import LedgerError
 from affidavit.ledger.chain import ChainReport, verify_chain
 
 if TYPE_CHECKING:  # the store imports the ledger package; a runtime import would be a cycle
-    from affidavit.store.base import LedgerEntry
+    from affidavit.store.protocol import LedgerEntry
 
 CHECKPOINT_FORMAT = "affidavit.ledger-checkpoint/1"
 PUBLIC_SUFFIX = ".pub"

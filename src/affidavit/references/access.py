@@ -20,9 +20,8 @@ from collections.abc import Iterable, Sequence
 
 from affidavit.authz.ledger_view import may_view_record
 from affidavit.ledger.contents import evidence_chunk_ids
-from affidavit.records import AuthzContext
-from affidavit.references.model import DOCUMENT, LEDGER_RECORD, Reference
-from affidavit.store.base import Store
+from affidavit.records import DOCUMENT, LEDGER_RECORD, AuthzContext, Reference
+from affidavit.store.protocol import Store
 
 
 class ReadableEnds:

@@ -2,7 +2,7 @@
 
 Each valid citation (its id was in the prompt) of each claim becomes one reference: source
 the answer's ledger record, target the cited document and chunk, label the first
-:data:`~affidavit.references.model.LABEL_CHARS` characters of the cited text, reason the
+:data:`~affidavit.records.LABEL_CHARS` characters of the cited text, reason the
 citing sentence, classification the cited chunk's label (and so the label of that text too:
 the asker's own sentence, from evidence the asker was shown). They are written by the ledger
 append, in its transaction: no record without its references, and no reference without
@@ -15,8 +15,14 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from affidavit.records import ScoredChunk, stable_hash
-from affidavit.references.model import CITATION, LABEL_CHARS, LEDGER_RECORD, Reference
+from affidavit.records import (
+    CITATION,
+    LABEL_CHARS,
+    LEDGER_RECORD,
+    Reference,
+    ScoredChunk,
+    stable_hash,
+)
 
 
 @dataclass(frozen=True)

@@ -17,19 +17,19 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from affidavit.classify.labels import label_text
-from affidavit.classify.policy import SensitivityPolicy
 from affidavit.errors import InputRejected, NotFound
-from affidavit.records import AuthzContext
-from affidavit.references.access import ReadableEnds
-from affidavit.references.model import (
+from affidavit.policy.labels import label_text
+from affidavit.policy.policy import SensitivityPolicy
+from affidavit.records import (
     DOCUMENT,
+    AuthzContext,
     Reference,
     checked_direction,
     checked_kind,
     checked_location,
 )
-from affidavit.store.base import Store
+from affidavit.references.access import ReadableEnds
+from affidavit.store.protocol import Store
 
 MAX_LISTED = 200
 MAX_REASON_CHARS = 4000

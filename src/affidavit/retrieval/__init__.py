@@ -7,7 +7,7 @@ does not load every sibling module and what they import.
 
 from typing import TYPE_CHECKING
 
-from affidavit.lazy import lazy_exports
+from affidavit.util.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from affidavit.retrieval.fusion import DEFAULT_RRF_K, FusedItem, rrf_fuse, rrf_scores

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from affidavit.answer import RestrictedGuard
-from affidavit.config import RESTRICTED, Settings
+from affidavit.config.settings import RESTRICTED, Settings
+from affidavit.llm.guard import RestrictedGuard
 from affidavit.records import ScoredChunk
 from affidavit.retrieval.gates import GateDrop, GateResult, is_restricted
 

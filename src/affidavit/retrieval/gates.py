@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from affidavit.config import RESTRICTED
+from affidavit.config.settings import RESTRICTED
 from affidavit.records import ScoredChunk
-from affidavit.store.base import SireRecord
+from affidavit.store.protocol import SireRecord
 
 
 @dataclass(frozen=True)

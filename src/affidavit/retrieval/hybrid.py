@@ -19,16 +19,16 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from affidavit.config import Settings
+from affidavit.config.settings import Settings
 from affidavit.errors import AuthorizationError
-from affidavit.index import Tokenizer
 from affidavit.index.epochs import serving_epoch
+from affidavit.observability.traces import AttributeValue, stage
 from affidavit.records import AuthzContext, ScoredChunk
 from affidavit.retrieval.fusion import rrf_fuse
 from affidavit.retrieval.lexical import LexicalRetriever
 from affidavit.retrieval.rewrite import GlossaryQueryRewriter
-from affidavit.store.base import LexicalHit, Store, VectorHit
-from affidavit.telemetry import AttributeValue, stage
+from affidavit.store.protocol import LexicalHit, Store, VectorHit
+from affidavit.text.tokenize import Tokenizer
 
 if TYPE_CHECKING:
     from affidavit.index.memory import MemoryIndex
@@ -125,7 +125,7 @@ class HybridRetriever:
         # a vector channel is configured: a lexical search never loads them.
         backend = None
         if settings.vectors.backend.strip().lower() != "none":
-            from affidavit.index.vectors import make_backend
+            from affidavit.index.backends import make_backend
 
             backend = make_backend(settings.vectors)
         return cls(store, settings, backend=backend, memory=memory)

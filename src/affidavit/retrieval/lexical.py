@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from affidavit.config import LexicalSettings
+from affidavit.config.settings import LexicalSettings
 from affidavit.errors import AuthorizationError
-from affidavit.index import Tokenizer, idf
+from affidavit.index import idf
 from affidavit.records import AuthzContext, ScoredChunk
-from affidavit.store.base import LexicalHit, Store
+from affidavit.store.protocol import LexicalHit, Store
+from affidavit.text.tokenize import Tokenizer
 
 if TYPE_CHECKING:  # the in-memory index (numpy) is given by a long-running process only
     from affidavit.index.memory import MemoryIndex

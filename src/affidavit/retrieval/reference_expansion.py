@@ -42,11 +42,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from affidavit.authz.tuples import doc_object
-from affidavit.records import AuthzContext
+from affidavit.records import DOCUMENT, AuthzContext, Reference
 from affidavit.references.access import ReadableEnds
-from affidavit.references.model import DOCUMENT, Reference
 from affidavit.retrieval.hybrid import HybridHit
-from affidavit.store.base import Store
+from affidavit.store.protocol import Store
 
 MAX_DOCUMENTS_PER_HOP = 50
 MAX_REFERENCES = 200

@@ -10,7 +10,7 @@ This is RESTRICTED exit #1 (context assembly is #2, the provider guard backs bot
 
 :func:`build_listwise_prompt` and :func:`parse_listwise_response` are pure, so the rerank is
 deterministic and testable without a model. :class:`ProviderListwiseJudge` asks the
-configured LLM provider, always through :class:`~affidavit.answer.GuardedProvider`.
+configured LLM provider, always through :class:`~affidavit.llm.guard.GuardedProvider`.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 # Submodules, not the package: answer's own modules may import retrieval.scope.
 from affidavit.errors import GovernanceError, ProviderError
+from affidavit.observability.traces import traced
 from affidavit.records import Chunk, sha256_hex, stable_hash
 from affidavit.retrieval.gates import is_restricted
-from affidavit.telemetry import traced
 
 if TYPE_CHECKING:
-    from affidavit.answer.compiler import CompiledPrompt
-    from affidavit.answer.guard import GuardedProvider
-    from affidavit.answer.providers import LLMProvider
+    from affidavit.llm.compiler import CompiledPrompt
+    from affidavit.llm.guard import GuardedProvider
+    from affidavit.llm.providers import LLMProvider
 
 # The answering machinery is imported where a judge uses it: the package ``retrieval``
 # imports this module, and a search must not load what only answers need.
@@ -111,7 +111,7 @@ def parse_ranking(text: str, n_candidates: int) -> list[int] | None:
     counts. Out-of-range and repeated identifiers are ignored; candidates not named follow
     in their given order.
     """
-    from affidavit.answer.providers import strip_think_blocks
+    from affidavit.llm.providers import strip_think_blocks
 
     body = strip_think_blocks(text)
     found = _BRACKETED.findall(body)
@@ -193,7 +193,7 @@ class ProviderListwiseJudge:
     """A :class:`ListwiseJudge` backed by an LLM provider, called only through the guard."""
 
     def __init__(self, provider: GuardedProvider) -> None:
-        from affidavit.answer.guard import GuardedProvider
+        from affidavit.llm.guard import GuardedProvider
 
         if not isinstance(provider, GuardedProvider):
             raise GovernanceError("the rerank judge needs a GuardedProvider")
@@ -204,13 +204,13 @@ class ProviderListwiseJudge:
                 candidates: Sequence[RerankCandidate]) -> ProviderListwiseJudge:
         """A judge whose guard knows the RESTRICTED texts among ``candidates``."""
         restricted = [c.chunk.text for c in candidates if is_restricted(c.chunk.label)]
-        from affidavit.answer.guard import GuardedProvider, RestrictedGuard
+        from affidavit.llm.guard import GuardedProvider, RestrictedGuard
 
         return cls(GuardedProvider(provider, RestrictedGuard(restricted)))
 
     def judge(self, query: str, candidates: Sequence[str]) -> list[int]:
         """One provider call; a malformed answer raises :class:`ProviderError`."""
-        from affidavit.answer.providers import ProviderRequest
+        from affidavit.llm.providers import ProviderRequest
 
         response = self.provider.generate(ProviderRequest(prompt=listwise_request(query,
                                                                                   candidates)))
@@ -254,8 +254,8 @@ def _answer_from_order(logged: Mapping[str, Any]) -> list[Any]:
 
 def listwise_request(query: str, candidates: Sequence[str]) -> CompiledPrompt:
     """The rerank prompt in the shape providers take (no evidence blocks, no zones)."""
-    from affidavit.answer.compiler import CompiledPrompt
-    from affidavit.answer.template import load_template
+    from affidavit.llm.compiler import CompiledPrompt
+    from affidavit.llm.template import load_template
 
     user = build_listwise_prompt(query, candidates)
     text = f"{LISTWISE_SYSTEM}\n\n{user}"

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from affidavit.config import RetrievalSettings
+from affidavit.config.settings import RetrievalSettings
 from affidavit.errors import ConfigurationError
 
 DEFAULT_MAX_QUERIES = 5

@@ -6,7 +6,7 @@ aliases are masked with spaces of equal length, so that offsets stay valid and a
 alias inside a longer one is not counted twice.
 
 Aliases are looked for in the question as every matcher reads it
-(:func:`affidavit.matching.mapped_for_matching`: full-width ``Ｎｏｒｔｈｗｉｎｄ`` is
+(:func:`affidavit.text.matching.mapped_for_matching`: full-width ``Ｎｏｒｔｈｗｉｎｄ`` is
 ``northwind``, soft hyphens, zero-width characters and inline markup are gone), twice:
 
 - as written, character by character (which also finds a name inside a run of CJK text);
@@ -22,9 +22,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from affidavit.config import LexicalSettings
-from affidavit.index.tokenize import Tokenizer, word_spans
-from affidavit.matching import MappedText, mapped_for_matching, normalize_for_matching
+from affidavit.config.settings import LexicalSettings
+from affidavit.text.matching import MappedText, mapped_for_matching, normalize_for_matching
+from affidavit.text.tokenize import Tokenizer, word_spans
 
 
 @dataclass(frozen=True)

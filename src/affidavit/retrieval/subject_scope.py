@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from affidavit.identity.sire import normalize_subject
 from affidavit.records import ScoredChunk
 from affidavit.retrieval.gates import GateDrop, GateResult
-from affidavit.store.base import SireRecord
+from affidavit.store.protocol import SireRecord
 
 OUT_OF_SCOPE = "SUBJECT_OUT_OF_SCOPE"
 

@@ -1,4 +1,4 @@
-"""The HTTP service: an authenticated, thin shell around :class:`affidavit.query.Engine`.
+"""The HTTP service: an authenticated, thin shell around :class:`affidavit.engine.query.Engine`.
 
 Names load on first use, so that the CLI (``affidavit keys``) can use the key functions
 without importing the web framework.
@@ -23,11 +23,11 @@ __all__ = [
 ]
 
 _WHERE = {
-    "PERMISSIONS": "affidavit.service.auth", "Credential": "affidavit.service.auth",
-    "ROLES": "affidavit.service.keys", "issue_key": "affidavit.service.keys",
+    "PERMISSIONS": "affidavit.service.api.auth", "Credential": "affidavit.service.api.auth",
+    "ROLES": "affidavit.authz.keys", "issue_key": "affidavit.authz.keys",
     "ROUTERS": "affidavit.service.app", "create_app": "affidavit.service.app",
-    "store_opener_for": "affidavit.service.app", "ServiceState": "affidavit.service.state",
-    "caller_for": "affidavit.service.state", "service_state": "affidavit.service.state",
+    "store_opener_for": "affidavit.service.app", "ServiceState": "affidavit.service.api.state",
+    "caller_for": "affidavit.service.api.state", "service_state": "affidavit.service.api.state",
 }
 
 

@@ -19,13 +19,16 @@ from fastapi import APIRouter, FastAPI
 from starlette.types import ASGIApp
 
 from affidavit import __version__
-from affidavit import config as config_module
-from affidavit.config import Settings
+from affidavit.config import loader as config_module
+from affidavit.config.service import SERVED_TENANT_VARIABLE
+from affidavit.config.settings import Settings
 from affidavit.errors import LimitExceeded
-from affidavit.logs import configure_json_logs
-from affidavit.service import (
+from affidavit.observability.logs import configure_json_logs
+from affidavit.observability.traces import configure as configure_telemetry
+from affidavit.observability.traces import flush as flush_telemetry
+from affidavit.service import console
+from affidavit.service.api import (
     admin_routes,
-    console,
     document_routes,
     health_routes,
     ingest_routes,
@@ -36,15 +39,13 @@ from affidavit.service import (
     refs_routes,
     stream_routes,
 )
-from affidavit.service.canary_schedule import canary_schedule
-from affidavit.service.limits import BodySizeLimit
-from affidavit.service.observability import RequestObservability
-from affidavit.service.problems import install_problem_handlers, problem_for
-from affidavit.service.state import ServiceState
+from affidavit.service.api.canary_schedule import canary_schedule
+from affidavit.service.api.limits import BodySizeLimit
+from affidavit.service.api.observability import RequestObservability
+from affidavit.service.api.problems import install_problem_handlers, problem_for
+from affidavit.service.api.state import ServiceState
 from affidavit.store import open_store
-from affidavit.store.base import Store
-from affidavit.telemetry import configure as configure_telemetry
-from affidavit.telemetry import flush as flush_telemetry
+from affidavit.store.protocol import Store
 
 ROUTERS: tuple[APIRouter, ...] = (query_routes.router, stream_routes.router,
                                   ledger_routes.router, document_routes.router,
@@ -94,7 +95,7 @@ def create_app(settings: Settings, store_opener: Callable[[], Store], *,
 def _own_telemetry_only() -> dict[str, Any]:
     """Turn off FastAPI's built-in spans, metrics and logs (versions that have them): they
     record full URLs, client addresses and user agents; the service's own middleware
-    (affidavit.service.observability) records only what the attribute policy allows."""
+    (affidavit.service.api.observability) records only what the attribute policy allows."""
     if "telemetry" not in inspect.signature(FastAPI.__init__).parameters:
         return {}
     return {"telemetry": {"tracing": False, "metrics": False, "logs": False,
@@ -105,10 +106,6 @@ def store_opener_for(settings: Settings, base: Path) -> Callable[[], Store]:
     """Opens the settings' store, a relative path taken from ``base``; never creates it."""
     return lambda: open_store(settings.store.db, base=base, create=False,
                               settings=settings.store)
-
-
-SERVED_TENANT_VARIABLE = "AFFIDAVIT_SERVED_TENANT"
-"""The tenant ``affidavit serve`` serves, for its workers: applied as its --tenant was."""
 
 
 def app_from_environment() -> FastAPI:

@@ -20,7 +20,7 @@ def openapi_text(app: FastAPI) -> str:
 
 def default_document() -> str:
     """The document of the service with default settings (what is committed)."""
-    from affidavit.config import Settings
+    from affidavit.config.settings import Settings
     from affidavit.service.app import create_app
 
     def no_store() -> object:

@@ -27,7 +27,7 @@ from types import TracebackType
 
 import httpx
 
-from affidavit.config import HttpsSettings
+from affidavit.config.settings import HttpsSettings
 from affidavit.errors import ConfigurationError, InputRejected
 from affidavit.records import SourceDocument
 from affidavit.sources.manifest import parse_manifest, single_document_entry

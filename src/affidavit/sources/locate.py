@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from affidavit.config import Settings
+from affidavit.config.settings import Settings
 from affidavit.errors import InputRejected
 from affidavit.sources.base import Transport
 from affidavit.sources.local import LocalFolderSource

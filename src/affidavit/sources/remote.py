@@ -6,7 +6,7 @@ exactly like the local folder does, and only then fetched one at a time, so a ru
 holds more than one document in memory.
 
 A transient failure (connection refused or reset, timeout, HTTP 429 or 5xx) is tried again
-with exponential backoff and jitter (:mod:`affidavit.retry`); after the configured number
+with exponential backoff and jitter (:mod:`affidavit.util.retry`); after the configured number
 of attempts the document is quarantined with ``FETCH_FAILED`` and the run goes on.
 """
 
@@ -20,8 +20,8 @@ from typing import TypeVar
 
 from affidavit.errors import InputRejected
 from affidavit.records import DocumentMetadata, SourceDocument, sha256_hex
-from affidavit.retry import RetryPolicy as NetworkRetryPolicy
-from affidavit.retry import TryAgain
+from affidavit.util.retry import RetryPolicy as NetworkRetryPolicy
+from affidavit.util.retry import TryAgain
 
 FETCH_FAILED = "FETCH_FAILED"
 DUPLICATE_SOURCE_ID = "DUPLICATE_SOURCE_ID"
@@ -89,7 +89,7 @@ def in_listing_order(entries: Iterable[RemoteEntry]) -> Iterator[RemoteEntry]:
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often a transient failure is tried again: the one network retry policy
-    (:class:`affidavit.retry.RetryPolicy`: exponential backoff with jitter)."""
+    (:class:`affidavit.util.retry.RetryPolicy`: exponential backoff with jitter)."""
 
     attempts: int = 3
     backoff_seconds: float = 0.5

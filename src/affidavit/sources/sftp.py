@@ -39,7 +39,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from affidavit.config import SftpSettings
+from affidavit.config.settings import SftpSettings
 from affidavit.errors import ConfigurationError, InputRejected
 from affidavit.records import SourceDocument
 from affidavit.sources.local import TOO_LARGE

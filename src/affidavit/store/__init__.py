@@ -10,26 +10,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from affidavit.config import StoreSettings
 from affidavit.errors import ConfigurationError
-from affidavit.store.base import (
-    ChunkRecord,
-    CommitResult,
-    HeadInfo,
-    LedgerEntry,
-    LexicalHit,
-    LexicalStats,
-    QuarantineRecord,
-    RelationTuple,
-    RunRecord,
-    SireRecord,
-    Store,
-    VersionBundle,
-)
 
 if TYPE_CHECKING:
-    from affidavit.store.postgres import PostgresStore
-    from affidavit.store.sqlite import SQLiteStore
+    from affidavit.config.settings import StoreSettings
+    from affidavit.store.postgres.store import PostgresStore
+    from affidavit.store.protocol import (
+        ChunkRecord,
+        CommitResult,
+        HeadInfo,
+        LedgerEntry,
+        LexicalHit,
+        LexicalStats,
+        QuarantineRecord,
+        RelationTuple,
+        RunRecord,
+        SireRecord,
+        Store,
+        VersionBundle,
+    )
+    from affidavit.store.sqlite.store import SQLiteStore
 
 __all__ = [
     "ChunkRecord",
@@ -57,15 +57,17 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 def open_store(location: str, *, base: Path | None = None, create: bool = True,
                settings: StoreSettings | None = None) -> SQLiteStore | PostgresStore:
     """Open the store named by a settings value: a file path, ``sqlite:///path`` or a
-    ``postgresql://`` DSN (the schema owner's; see :mod:`affidavit.store.postgres_setup`).
+    ``postgresql://`` DSN (the schema owner's; see :mod:`affidavit.store.postgres.setup`).
     ``settings`` (the ``[store]`` section) tunes PostgreSQL's vector search."""
     if location.startswith(POSTGRES_SCHEMES):
+        from affidavit.config.settings import StoreSettings
+
         return _open_postgres(location, settings or StoreSettings())
     path_text = location.removeprefix("sqlite:///")
     path = Path(path_text)
     if path_text != ":memory:" and not path.is_absolute() and base is not None:
         path = base / path
-    from affidavit.store.sqlite import SQLiteStore
+    from affidavit.store.sqlite.store import SQLiteStore
 
     return SQLiteStore(path, create=create)
 
@@ -85,7 +87,7 @@ def display_location(location: str) -> str:
 
 def _postgres_class() -> type[PostgresStore]:
     try:
-        from affidavit.store.postgres import PostgresStore
+        from affidavit.store.postgres.store import PostgresStore
     except ImportError as exc:
         raise ConfigurationError(
             "the PostgreSQL backend needs the 'postgres' extra: "
@@ -98,14 +100,28 @@ def _open_postgres(dsn: str, settings: StoreSettings) -> PostgresStore:
                              ef_search=settings.hnsw_ef_search)
 
 
+# The contract's types, imported on first use: a module that needs only one small piece of
+# the store package (a reference's shape, say) does not load the settings and the protocol.
+_PROTOCOL_NAMES = frozenset({
+    "ChunkRecord", "CommitResult", "HeadInfo", "LedgerEntry", "LexicalHit", "LexicalStats",
+    "QuarantineRecord", "RelationTuple", "RunRecord", "SireRecord", "Store", "VersionBundle",
+})
+
+
 def __getattr__(name: str) -> object:
     # PostgresStore is imported on first use so that psycopg stays an optional extra, and
     # SQLiteStore so that importing the store's types (every command does) does not load
     # the backend and numpy before a command needs them.
+    if name in _PROTOCOL_NAMES:
+        from affidavit.store import protocol
+
+        value = getattr(protocol, name)
+        globals()[name] = value
+        return value
     if name == "PostgresStore":
         return _postgres_class()
     if name == "SQLiteStore":
-        from affidavit.store.sqlite import SQLiteStore
+        from affidavit.store.sqlite.store import SQLiteStore
 
         return SQLiteStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

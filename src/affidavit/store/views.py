@@ -2,7 +2,7 @@
 
 Authorization has already admitted the chunk's body (inside the query); what remains is the
 text derived from its document (title, source path, source id, heading path, locator), each
-part shown only if its own label is granted (:func:`affidavit.classify.derived.shown_to`).
+part shown only if its own label is granted (:func:`affidavit.policy.derived.shown_to`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
-from affidavit.classify.derived import SOURCE_WITHHELD, derived_from_json, shown_to
+from affidavit.policy.derived import SOURCE_WITHHELD, derived_from_json, shown_to
 from affidavit.records import AuthzContext, Chunk
-from affidavit.store.base import ChunkRecord
+from affidavit.store.protocol import ChunkRecord
 
 
 def chunk_record_for(authz: AuthzContext, chunk: Chunk, *, title: str, alias: str,

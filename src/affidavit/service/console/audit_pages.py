@@ -10,6 +10,8 @@ from fastapi import APIRouter, Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from affidavit.errors import AffidavitError, NotFound, RoleRefused
+from affidavit.service.api.ingest_routes import ingest_jobs
+from affidavit.service.api.state import service_state
 from affidavit.service.console import review as review_views
 from affidavit.service.console.render import SECURITY_HEADERS, html, page, who
 from affidavit.service.console.session import Visitor, check_csrf
@@ -20,8 +22,6 @@ from affidavit.service.console.views import (
     ledger_rows,
     replay_record,
 )
-from affidavit.service.ingest_routes import ingest_jobs
-from affidavit.service.state import service_state
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 

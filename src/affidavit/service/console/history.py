@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from affidavit.ledger.record import WITHHELD, redact_for
-from affidavit.query import Engine
-from affidavit.service.auth import Credential
+from affidavit.engine.ledger_record import WITHHELD, redact_for
+from affidavit.engine.query import Engine
+from affidavit.service.api.auth import Credential
+from affidavit.service.api.state import service_state
 from affidavit.service.console.render import html, page, who
 from affidavit.service.console.session import Visitor
-from affidavit.service.state import service_state
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 

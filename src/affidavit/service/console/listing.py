@@ -1,7 +1,7 @@
 """The Documents page: what the signed-in principal may read, each opening the reader.
 
 No list of its own: every document head of the tenant goes through the reader
-(:func:`affidavit.reader.read_document`), which reads with the caller's authorization
+(:func:`affidavit.engine.reader.read_document`), which reads with the caller's authorization
 context and answers NotFound when no paragraph is readable, so a document the caller may not
 read is not listed, not even counted. Titles are the reader's: the title as a chunk the
 caller may read carries it (derived text, filtered with its chunk).
@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from affidavit.engine.query import Engine
+from affidavit.engine.reader import read_document
 from affidavit.errors import NotFound
-from affidavit.query import Engine
-from affidavit.reader import read_document
-from affidavit.service.auth import Credential
+from affidavit.service.api.auth import Credential
+from affidavit.service.api.state import service_state
 from affidavit.service.console.render import html, page, who
 from affidavit.service.console.session import Visitor
-from affidavit.service.state import service_state
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 

@@ -18,10 +18,14 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from starlette.responses import RedirectResponse, Response
 
+from affidavit.engine.original import original_file, original_offer
+from affidavit.engine.query import Engine, new_request_id
 from affidavit.errors import AffidavitError, InputRejected
-from affidavit.original import original_file, original_offer
-from affidavit.query import Engine, new_request_id
-from affidavit.service.auth import Credential
+from affidavit.service.api.auth import Credential
+from affidavit.service.api.document_routes import REMOVED_PAGES_HEADER
+from affidavit.service.api.schemas import QueryRequest, check_query_length
+from affidavit.service.api.state import service_state
+from affidavit.service.api.stream_routes import answer_stream
 from affidavit.service.console.render import SECURITY_HEADERS, html, page, who
 from affidavit.service.console.session import (
     COOKIE,
@@ -31,10 +35,6 @@ from affidavit.service.console.session import (
     sessions,
 )
 from affidavit.service.console.views import AnswerView, answer_view, document
-from affidavit.service.document_routes import REMOVED_PAGES_HEADER
-from affidavit.service.schemas import QueryRequest, check_query_length
-from affidavit.service.state import service_state
-from affidavit.service.stream_routes import answer_stream
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -190,7 +190,7 @@ async def reader(request: Request, doc_id: str, chunk: str | None = None) -> Res
         caller = visitor.credential
         view = await service_state(request).call(
             caller, lambda engine: document(engine, caller, doc_id))
-        # The download's own decision (affidavit.original), not the view's completeness:
+        # The download's own decision (affidavit.engine.original), not the view's completeness:
         # the file carries more than the chunks shown.
         offer = await service_state(request).call(
             caller, lambda engine: original_offer(engine, caller.principal, doc_id))

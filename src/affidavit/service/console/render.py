@@ -17,7 +17,9 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from affidavit.errors import AffidavitError, LimitExceeded, NotFound, RoleRefused
-from affidavit.service.auth import Credential
+from affidavit.service.api.auth import Credential
+from affidavit.service.api.problems import kind_of
+from affidavit.service.api.state import service_state
 from affidavit.service.console.markdown import markdown_html, marked_html
 from affidavit.service.console.session import (
     CsrfRejected,
@@ -26,8 +28,6 @@ from affidavit.service.console.session import (
     visitor,
 )
 from affidavit.service.console.views import Identity, claim_marked, identity, marked
-from affidavit.service.problems import kind_of
-from affidavit.service.state import service_state
 
 HERE = Path(__file__).parent
 TEMPLATES = Environment(loader=FileSystemLoader(HERE / "templates"),

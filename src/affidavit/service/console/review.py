@@ -20,14 +20,14 @@ from affidavit.audit import changes as audited
 from affidavit.audit.lapses import LapsedDecision, lapsed_decisions
 from affidavit.authz.explain import AccessExplanation
 from affidavit.authz.facts import explain_document
+from affidavit.engine.query import Engine
 from affidavit.errors import NotFound
 from affidavit.identity.lifecycle import approve_sire
 from affidavit.identity.sire_labels import sire_records_for
-from affidavit.query import Engine
 from affidavit.records import AuthzContext
-from affidavit.service.auth import Credential
-from affidavit.service.ingest_routes import run_screen
-from affidavit.store.base import HeadInfo, QuarantineRecord, RunRecord, SireRecord, Store
+from affidavit.service.api.auth import Credential
+from affidavit.service.api.ingest_routes import run_screen
+from affidavit.store.protocol import HeadInfo, QuarantineRecord, RunRecord, SireRecord, Store
 
 REJECTED = "REJECTED"
 _TERMS = ("included", "relevant", "excluded")

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from fastapi import Request
 
 from affidavit.errors import AuthenticationError
-from affidavit.service.auth import Credential, require_permission
-from affidavit.service.state import service_state
+from affidavit.service.api.auth import Credential, require_permission
+from affidavit.service.api.state import service_state
 
 COOKIE = "affidavit_console"
 IDLE_SECONDS = 8 * 3600

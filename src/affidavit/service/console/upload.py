@@ -19,11 +19,11 @@ from starlette.responses import RedirectResponse, Response
 
 from affidavit.errors import InputRejected
 from affidavit.records import DocumentMetadata
+from affidavit.service.api.ingest_jobs import Upload, parse_upload_metadata, upload_documents
+from affidavit.service.api.ingest_routes import ingest_jobs, run_screen, submitter_of
+from affidavit.service.api.state import service_state
 from affidavit.service.console.render import SECURITY_HEADERS, html, page, who
 from affidavit.service.console.session import Visitor, check_csrf
-from affidavit.service.ingest_jobs import Upload, parse_upload_metadata, upload_documents
-from affidavit.service.ingest_routes import ingest_jobs, run_screen, submitter_of
-from affidavit.service.state import service_state
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 

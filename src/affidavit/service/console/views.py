@@ -2,8 +2,8 @@
 
 Each function runs on the engine inside the caller's credential scope
 (``ServiceState.call``) and returns plain data for a template. Nothing here decides who may
-read what: ledger records come through :func:`~affidavit.ledger.record.redact_for` (as
-``/v1/ledger`` serves them), documents through :mod:`affidavit.reader` (as
+read what: ledger records come through :func:`~affidavit.engine.ledger_record.redact_for` (as
+``/v1/ledger`` serves them), documents through :mod:`affidavit.engine.reader` (as
 ``/v1/documents``), SIRE records through ``sire_records_for`` (as ``/v1/review/sire``),
 passages and titles through the store's authorization filter with the caller's context.
 """
@@ -14,16 +14,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from affidavit.answer.citations import SRC_PATTERN
-from affidavit.answer.gate import BLOCKED, REQUIRES_SPEC, GateDecision, shown_answer
+from affidavit.answer.verify.gate import BLOCKED, REQUIRES_SPEC, GateDecision, shown_answer
+from affidavit.engine.ledger_record import WITHHELD, redact_for
+from affidavit.engine.query import Engine
+from affidavit.engine.reader import DocumentView, read_document
 from affidavit.errors import NotFound
 from affidavit.ledger.chain import verify_chain
-from affidavit.ledger.record import WITHHELD, redact_for
-from affidavit.query import Engine
-from affidavit.reader import DocumentView, read_document
-from affidavit.service.auth import Credential
-from affidavit.service.ledger_routes import replay_view, visible_view
-from affidavit.store.base import LedgerEntry
+from affidavit.llm.citations import SRC_PATTERN
+from affidavit.service.api.auth import Credential
+from affidavit.service.api.ledger_routes import replay_view, visible_view
+from affidavit.store.protocol import LedgerEntry
 
 AUDITOR_ROLES = frozenset({"admin"})
 """Roles that walk every record of the tenant in the ledger page (each as they may see it)."""

@@ -1,0 +1,1 @@
+"""affidavit.store.postgres.store."""
