@@ -44,7 +44,7 @@ from affidavit.records import ScoredChunk
 from affidavit.references.citations import citation_drafts
 from affidavit.retrieval import ProviderListwiseJudge, rerank, restricted_exit, sire_gate
 from affidavit.retrieval.compliance import EvidenceSubject, score_query
-from affidavit.retrieval.gates import GateResult
+from affidavit.retrieval.gates import GateResult, default_excludes_record
 from affidavit.retrieval.subject_scope import subject_scope_gate
 
 if TYPE_CHECKING:
@@ -55,7 +55,10 @@ if TYPE_CHECKING:
 
 def answer(engine: Engine, trace: _Trace, candidates: Sequence[ScoredChunk]) -> AskResult:
     active = engine.store.active_sire(engine.tenant, [c.chunk.version_id for c in candidates])
-    sire = sire_gate(candidates, active)
+    # The default exclusions in force now apply with each source's approved Excluded set.
+    defaults = engine.settings.sire.default_excludes
+    sire = sire_gate(candidates, active, defaults)
+    trace.record["sire_excludes"] = default_excludes_record(active, defaults)
     gates = [sire]
     if trace.options is not None and trace.options.subject_scope:
         gates.append(subject_scope_gate(sire.kept, active, trace.options.subject_scope))

@@ -159,7 +159,10 @@ def _check_retrieval(run: _Replay, store: Store, settings: Settings, record: Map
     if not run.compare("retrieval", record.get("retrieved"), now):
         return
     active = store.active_sire(tenant, [c.chunk.version_id for c in candidates])
-    gates = [sire_gate(candidates, active)]
+    # The default exclusions the record ran under (none logged: the gate applied none).
+    logged = record.get("sire_excludes") or {}
+    defaults = [str(t) for t in logged.get("in_force", [])] if isinstance(logged, dict) else []
+    gates = [sire_gate(candidates, active, defaults)]
     scope = (record.get("request") or {}).get("subject_scope")
     if scope:  # the request's subject scope override, as logged
         gates.append(subject_scope_gate(gates[0].kept, active, [str(s) for s in scope]))

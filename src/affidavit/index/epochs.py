@@ -37,6 +37,8 @@ from affidavit.text.tokenize import Tokenizer
 
 RESOLVER_VERSION = "1"
 """Bump when the identity resolver's code changes which node a document is."""
+RETRIEVAL_TIME_SIRE = frozenset({"default_excludes", "require_excludes"})
+"""The ``[sire]`` settings read at retrieval time or checked before ingest, never derived."""
 EPOCH_KINDS = ("policy", "schema", "resolver", "embedding_model", "prompt_template")
 NO_EMBEDDING = "none"
 
@@ -107,7 +109,10 @@ def policy_epoch(settings: Settings, tokenizer: Tokenizer, tenant: str | None = 
         "label_epoch": label_epoch(settings.sensitivity),
         "chunking": settings.to_dict()["chunking"],
         "acl_default": list(settings.policy_for(tenant or settings.tenant).acl.default),
-        "sire": settings.to_dict()["sire"],
+        # The default exclusions apply at retrieval time (retrieval.gates.sire_gate), so a
+        # change to them derives nothing again and withholds nothing (spec 003 §10.3).
+        "sire": {k: v for k, v in settings.to_dict()["sire"].items()
+                 if k not in RETRIEVAL_TIME_SIRE},
         "tokenizer": tokenizer.signature,
         "ingest": settings.to_dict()["ingest"],
     }

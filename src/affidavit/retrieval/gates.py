@@ -3,7 +3,8 @@ the rest, so that the ledger can show the evidence set before and after every ga
 
 * :func:`sire_gate` — spec 003 Algorithm 2 step 3: a chunk reaches a prompt only if its
   source has an ACTIVE SIRE, and is purged if it contains one of its own source's Excluded
-  terms. It is independent of authorization, which already happened inside retrieval.
+  terms or a configured default exclusion in force now. It is independent of authorization,
+  which already happened inside retrieval.
 * :func:`restricted_exit` — the context-assembly exit: RESTRICTED text never goes on towards
   a model (the rerank exit is the other one; the provider guard backs both).
 """
@@ -38,9 +39,15 @@ class GateResult:
         }
 
 
-def sire_gate(candidates: Sequence[ScoredChunk],
-              active: Mapping[str, SireRecord]) -> GateResult:
-    """Keep chunks whose source has an ACTIVE SIRE and no own Excluded term in the text."""
+def sire_gate(candidates: Sequence[ScoredChunk], active: Mapping[str, SireRecord],
+              default_excludes: Sequence[str] = ()) -> GateResult:
+    """Keep chunks whose source has an ACTIVE SIRE and none of its Excluded terms in the text.
+
+    A source's Excluded terms are its approved set and the configured ``default_excludes``
+    in force now: an exclusion-list change takes effect on the next request, with no
+    re-derivation and no approval reset (spec 003 §10.3). A default term that names the
+    source's own identity is not applied to it (§7, identity rule 5); the ledger reports it
+    (:func:`default_excludes_record`)."""
     # Term matching compiles its patterns on import; only answering needs it.
     from affidavit.identity.terms import exclusion_hits
 
@@ -51,12 +58,48 @@ def sire_gate(candidates: Sequence[ScoredChunk],
         if record is None:
             dropped.append(GateDrop(candidate.chunk.chunk_id, "NO_ACTIVE_SIRE"))
             continue
-        hits = exclusion_hits(candidate.chunk.text, record.sire.excluded)
+        applied, _ = _split_defaults(record, default_excludes)
+        terms = tuple(dict.fromkeys((*record.sire.excluded, *applied)))
+        hits = exclusion_hits(candidate.chunk.text, terms)
         if hits:
             dropped.append(GateDrop(candidate.chunk.chunk_id, "SIRE_EXCLUDED:" + ",".join(hits)))
             continue
         kept.append(candidate)
     return GateResult("sire", tuple(kept), tuple(dropped))
+
+
+def _split_defaults(record: SireRecord, default_excludes: Sequence[str]
+                    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``default_excludes`` (as stored terms) split into those applied to ``record``'s source
+    and those that collapse into its own identity (its subject and title), not applied."""
+    if not default_excludes:
+        return (), ()
+    from affidavit.identity.terms import display_term, identity_tokens, term_tokens
+
+    identity = identity_tokens([record.sire.subject, record.title])
+    applied: list[str] = []
+    own: list[str] = []
+    for term in dict.fromkeys(display_term(t) for t in default_excludes):
+        if not term:
+            continue
+        (own if term_tokens(term) <= identity else applied).append(term)
+    return tuple(applied), tuple(own)
+
+
+def default_excludes_record(active: Mapping[str, SireRecord],
+                            default_excludes: Sequence[str]) -> dict[str, object]:
+    """What an answer records about the default exclusions: the list in force, and each
+    source of the candidates to which a term was not applied because it names the source
+    itself (reported, never silently excluding the source)."""
+    terms = [t for t in dict.fromkeys(str(x) for x in default_excludes) if t]
+    not_applied = []
+    for version_id in sorted(active):
+        record = active[version_id]
+        _, own = _split_defaults(record, terms)
+        if own:
+            not_applied.append({"sire_id": record.sire_id, "version_id": version_id,
+                                "terms": list(own)})
+    return {"in_force": terms, "not_applied": not_applied}
 
 
 def is_restricted(label: str) -> bool:
