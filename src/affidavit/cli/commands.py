@@ -24,7 +24,7 @@ from affidavit.cli.errors import UsageError as UsageError
 from affidavit.errors import NotFound, RunInProgress
 
 if TYPE_CHECKING:
-    pass
+    from affidavit.engine.query import Engine
 
 
 # --------------------------------------------------------------------------- commands
@@ -154,6 +154,7 @@ def cmd_search(ctx: Context) -> int:
     from affidavit.engine.query import Engine
 
     engine = Engine(ctx.store(), ctx.settings, tenant=ctx.tenant)
+    _catch_up(engine)
     hits = engine.search(parse_principal(ctx.args.as_principal), ctx.args.query,
                          limit=ctx.args.limit, reference_depth=ctx.args.reference_depth)
     if not hits:
@@ -195,6 +196,7 @@ def cmd_ask(ctx: Context) -> int:
                          inference_profile=args.inference_profile,
                          subject_scope=tuple(args.subjects))
     engine = Engine(ctx.store(), ctx.settings, tenant=ctx.tenant)
+    _catch_up(engine)
     result = engine.ask(principal, args.question, options=options,
                         reference_depth=args.reference_depth)
     if not result.citations:
@@ -214,6 +216,43 @@ def cmd_ask(ctx: Context) -> int:
             print("reasons: " + "; ".join(result.reasons))
         print(f"ledger record: {result.ledger_record_id} ({result.ledger_record_hash[:16]})")
     return _refusal_exit(result.output_state, result.reasons, as_json=ctx.args.json)
+
+
+# Up to this many stale documents are checked quietly; more show progress on a terminal.
+_QUIET_CATCH_UP = 50
+
+
+def _catch_up(engine: Engine) -> None:
+    """Before a search or an answer: documents derived under an earlier policy that the
+    change does not affect are marked current and serve again; what it affects stays
+    withheld, and stderr says how many. A store that cannot be written leaves them
+    withheld."""
+    from affidavit.errors import StoreError
+
+    def progress(done: int, total: int) -> None:
+        if total > _QUIET_CATCH_UP and sys.stderr.isatty():
+            end = "\n" if done == total else ""
+            print(f"\raffidavit: checking documents derived under an earlier policy: "
+                  f"{done}/{total}", end=end, file=sys.stderr, flush=True)
+
+    try:
+        report = engine.catch_up(progress=progress)
+    except StoreError as exc:
+        print(f"affidavit: documents derived under an earlier policy stay withheld ({exc})",
+              file=sys.stderr)
+        return
+    if report.busy and report.stale:
+        print(f"affidavit: {report.stale} documents derived under an earlier policy stay "
+              "withheld while an ingestion run holds the lock", file=sys.stderr)
+    if report.restamped:
+        print(f"affidavit: the policy changed; {len(report.restamped)} documents it does not "
+              "affect serve again", file=sys.stderr)
+    if report.affected:
+        # A count only: the command answers for --as, who may not read those documents'
+        # names; `affidavit requalify --plan` lists them for the operator.
+        print(f"affidavit: {len(report.affected)} documents it affects stay withheld until "
+              "`affidavit requalify --roll` (or the next ingest); `affidavit requalify "
+              "--plan` lists them", file=sys.stderr)
 
 
 def _refusal_exit(output_state: str, reasons: list[str], *, as_json: bool) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from affidavit.engine.ledger_record import LedgerWriter
     from affidavit.identity.active import ActiveSireStates
     from affidavit.index.boundary import Boundary
+    from affidavit.ingest.catch_up import CatchUp, Progress
     from affidavit.llm.ask_options import AskOptions
     from affidavit.llm.guard import GuardedProvider
     from affidavit.llm.providers import LLMProvider, ProviderRequest, ProviderResponse
@@ -220,6 +221,17 @@ class Engine:
         if context.label_epoch == self.label_epoch:  # the store authorizer's, usually
             return context
         return replace(context, label_epoch=self.label_epoch)
+
+    def catch_up(self, *, limit: int | None = None, skip: Collection[str] = (),
+                 progress: Progress | None = None) -> CatchUp:
+        """After a policy change, serve again the documents it does not affect: each head
+        derived under an earlier serving key is derived in memory from its stored blob and
+        marked current in place when nothing served changes; the affected stay withheld
+        until requalified (:mod:`affidavit.ingest.catch_up`)."""
+        from affidavit.ingest.catch_up import catch_up
+
+        return catch_up(self.store, self.settings, tenant=self.tenant, limit=limit, skip=skip,
+                        progress=progress)
 
     @traced("query.search", lambda hits: {"affidavit.hits": len(hits)})
     def search(self, principal: str | None, query: str, *, limit: int | None = None,

@@ -77,6 +77,9 @@ class _DerivingStore:
 
     def __init__(self, store: Store, *, force: bool = False, write: bool = False):
         self._store, self._force, self._write = store, force, write
+        # The store this one stands in front of: a per-store cache (the metrics' known
+        # paths) keys on it, not on each derivation's view.
+        self.underlying = store
         self.bundle: VersionBundle | None = None
         self.refusal: QuarantineRecord | None = None
         self.refused_write: str | None = None
@@ -159,8 +162,10 @@ def _chunk_key(chunk: Chunk) -> str:
 
 
 def compare(store: Store, tenant: str, head: HeadInfo, bundle: VersionBundle,
-            embedding_labels: Sequence[str] | None) -> dict[str, Any]:
-    """What serving ``bundle`` instead of the stored head would change (no text)."""
+            embedding_labels: Sequence[str] | None, *,
+            sire_records: Sequence[SireRecord] | None = None) -> dict[str, Any]:
+    """What serving ``bundle`` instead of the stored head would change (no text);
+    ``sire_records`` are the head's SIRE records when the caller has read them."""
     stored = {p.index: (p.label, p.reasons) for p in store.paragraph_labels(tenant,
                                                                             head.version_id)}
     derived = {pl.index: (pl.label, pl.reasons) for pl, _, _ in bundle.paragraph_labels}
@@ -173,8 +178,8 @@ def compare(store: Store, tenant: str, head: HeadInfo, bundle: VersionBundle,
     before = Counter(_chunk_key(c) for c in store.version_chunks(tenant, head.version_id))
     after = Counter(_chunk_key(c) for c in bundle.chunks)
     added, removed = sum((after - before).values()), sum((before - after).values())
-    records = [r for r in store.list_sire(tenant, head_only=False)
-               if r.version_id == head.version_id]
+    records = list(sire_records) if sire_records is not None else [
+        r for r in store.list_sire(tenant, head_only=False) if r.version_id == head.version_id]
     sire = proposal_diff(records[0].sire, bundle.sire) if records else {"new": True}
     if not sire and records and records[0].sire.to_dict() != bundle.sire.to_dict():
         sire = {"changed": True}
@@ -203,6 +208,17 @@ class Derivation:
         self.epochs: Epochs = current_epochs(settings, self.tenant)
         self._ingestor_type = ingestor_type
         self.ingestor = ingestor_type(store, settings, tenant=self.tenant)
+        self._sire_by_version: dict[str, list[SireRecord]] | None = None
+
+    def _sire_records(self, version_id: str) -> list[SireRecord]:
+        """The SIRE records of ``version_id``, from one read of the tenant's records per
+        derivation (reading them for every head made a pass over a corpus quadratic)."""
+        if self._sire_by_version is None:
+            by_version: dict[str, list[SireRecord]] = {}
+            for record in self.store.list_sire(self.tenant, head_only=False):
+                by_version.setdefault(record.version_id, []).append(record)
+            self._sire_by_version = by_version
+        return self._sire_by_version.get(version_id, [])
 
     @property
     def _embedding_labels(self) -> Sequence[str] | None:
@@ -220,7 +236,7 @@ class Derivation:
         # current (chunks stamped before the key covered the whole family): it is marked
         # current in place when nothing served changes.
         deriving = _DerivingStore(self.store, force=force or label_stale)
-        dry = self._ingestor_type(cast(Store, deriving), self.settings, tenant=self.tenant)
+        dry = self.ingestor.over(cast(Store, deriving))
         dry.ingest_one(document, "requalify-plan")
         if deriving.refused_write is not None:  # raised inside, maybe caught as a quarantine
             raise GovernanceError(f"requalification refused the store's "
@@ -235,7 +251,8 @@ class Derivation:
         if deriving.bundle is None:
             return Requalification(head, FRESH)
         bundle = deriving.bundle
-        changes = compare(self.store, self.tenant, head, bundle, self._embedding_labels)
+        changes = compare(self.store, self.tenant, head, bundle, self._embedding_labels,
+                          sire_records=self._sire_records(head.version_id))
         affected = force or any(_is_change(k, v) for k, v in changes.items()
                                 if k not in ("sire_state",)) or changes["label_reasons"] > 0
         return Requalification(head, AFFECTED if affected else RESTAMP, epochs or ["policy"],

@@ -7,6 +7,7 @@ document that cannot be processed is quarantined with a reason code and the run 
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import socket
@@ -98,6 +99,19 @@ class Ingestor(DocumentDerivation):
         # node id → the version a failed run's boundary puts back (index.boundary_gate)
         self.restoring: dict[str, str] = {}
         configure_telemetry(settings.telemetry)
+
+    def over(self, store: Store) -> Ingestor:
+        """This ingestor's settings, policy, classifier and epochs over another ``store`` (a
+        requalifier's in-memory derivation): only what is bound to a store starts afresh,
+        so deriving one document does not compute the epochs again."""
+        other = copy.copy(self)
+        other.store = store
+        other._overrides = None
+        other._take_overs = TakeOvers(store, self.tenant)
+        other._moves = None
+        other._links = {}
+        other.restoring = {}
+        return other
 
     @traced("ingest.run", lambda s: {"affidavit.run_status": s.status,
                                      "affidavit.documents": len(s.outcomes)})

@@ -40,6 +40,7 @@ from affidavit.config.settings import Settings
 from affidavit.errors import AffidavitError, ConfigurationError
 from affidavit.identity.moves import Moves
 from affidavit.index.links import resolve_links
+from affidavit.ingest.catch_up import catch_up
 from affidavit.ingest.relabel import stale_documents
 from affidavit.ingest.run import QUARANTINED, UNCHANGED, Ingestor
 from affidavit.ingest.supersession import Submitter, SupersessionGate
@@ -69,6 +70,8 @@ from affidavit.store.protocol import QuarantineRecord
 
 ATTEMPTS_EXHAUSTED = "INGEST_ATTEMPTS_EXHAUSTED"
 WORKER_ERROR = "WORKER_ERROR"
+CATCH_UP_BATCH = 200
+"""Stale documents one idle pass of the worker checks (see affidavit.ingest.catch_up)."""
 
 
 @dataclass
@@ -80,6 +83,7 @@ class WorkerReport:
     outcomes: dict[str, int] = field(default_factory=dict)
     lost_claims: int = 0
     runs_finished: list[str] = field(default_factory=list)
+    restamped: int = 0  # documents a policy change left stale but did not affect
 
 
 def new_worker_id() -> str:
@@ -140,6 +144,8 @@ class Worker:
         self.report = WorkerReport(worker_id or new_worker_id())
         # run id -> whom the run's documents were submitted by (None: an operator's run)
         self._submitters: dict[str, Submitter | None] = {}
+        # version ids a policy change affects: withheld until requalified, checked once
+        self._affected: set[str] = set()
 
     def run(self, stop: threading.Event | None = None) -> WorkerReport:
         """Claim and process until stopped (or, with ``once``, until the queue is empty)."""
@@ -160,10 +166,19 @@ class Worker:
             self.report.runs_finished += finished
             if claims:
                 continue
+            self._catch_up()
             if opts.once and pending_documents(self.store, self.tenant) == 0:
                 break
             stop.wait(opts.poll_interval)
         return self.report
+
+    def _catch_up(self) -> None:
+        """With the queue idle: a batch of the documents a policy change left stale that it
+        does not affect are marked current and serve again (affidavit.ingest.catch_up)."""
+        report = catch_up(self.store, self.settings, tenant=self.tenant, limit=CATCH_UP_BATCH,
+                          skip=self._affected)
+        self._affected.update(report.affected)
+        self.report.restamped += len(report.restamped)
 
     def process(self, claim: QueueClaim) -> None:
         """Ingest (or quarantine) one claimed document and mark it done with its write."""

@@ -253,10 +253,12 @@ _aliases: dict[tuple[int, str], set[str]] = {}
 
 def _known_aliases(store: Store, tenant: str) -> set[str]:
     """The paths of the tenant's documents, read once per store and then kept up to date
-    by the documents this process derives (a metric's view: not re-read per document)."""
-    key = (id(store), tenant)
+    by the documents this process derives (a metric's view: not re-read per document, nor
+    for each in-memory derivation of a requalification)."""
+    base = getattr(store, "underlying", store)  # a derivation's view: its store
+    key = (id(base), tenant)
     if key not in _aliases:
-        _aliases[key] = {h.alias for h in store.heads(tenant)}
+        _aliases[key] = {h.alias for h in base.heads(tenant)}
     return _aliases[key]
 
 

@@ -40,6 +40,7 @@ from affidavit.service.api import (
     stream_routes,
 )
 from affidavit.service.api.canary_schedule import canary_schedule
+from affidavit.service.api.catch_up_schedule import catch_up_schedule
 from affidavit.service.api.limits import BodySizeLimit
 from affidavit.service.api.observability import RequestObservability
 from affidavit.service.api.problems import install_problem_handlers, problem_for
@@ -67,7 +68,7 @@ def create_app(settings: Settings, store_opener: Callable[[], Store], *,
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with canary_schedule(state):
+        async with canary_schedule(state), catch_up_schedule(state):
             yield
         state.close()
         flush_telemetry()  # what the last requests traced, before the process ends
