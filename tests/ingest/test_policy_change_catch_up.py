@@ -80,6 +80,7 @@ def test_a_restricted_keyword_withholds_only_what_it_touches(cli: Invoke,
     assert "documents it does not affect serve again" in err
     assert "1 documents it affects stay withheld" in err
     assert "remote-work" not in err  # a count only: --as may not read the name
+    assert "Remote and Hybrid" not in err and "anchor" not in err.lower()
     hits, _ = _search(cli, BOARD, PHRASE)
     assert not _mentions(hits, PHRASE)  # ...not even to RESTRICTED readers, until derived
 

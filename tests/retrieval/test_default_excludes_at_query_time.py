@@ -103,3 +103,25 @@ def test_a_default_exclusion_naming_a_source_itself_is_reported_not_applied_to_i
     kept_from_travel = [c for c in _sire_gate(record)["kept"]
                         if any(c in json.dumps(e) for e in record.get("evidence", []))]
     assert travel and kept_from_travel
+
+
+def test_a_codename_in_the_exclusion_list_never_reaches_a_ledger_view(
+        examples: tuple[SQLiteStore, Settings]) -> None:
+    from affidavit.engine.ledger_record import redact_for
+
+    store, settings = examples
+    changed = _with_excludes(settings, "Project Lighthouse")  # a RESTRICTED codename
+    result = Engine(store, changed).ask(ASKER, QUESTION)
+    entry = store.get_ledger(settings.tenant, result.ledger_record_id)
+    assert entry is not None
+    assert "project lighthouse" in entry.payload.lower()  # the record keeps the list
+    authz = Engine(store, changed).authz_context(ASKER)
+    assert "RESTRICTED" not in authz.granted_labels
+    view = redact_for(entry, authz, store)
+    assert "lighthouse" not in json.dumps(view).lower()
+    shown = view["record"]["sire_excludes"]
+    assert shown["in_force"]["count"] == len(settings.sire.default_excludes) + 1
+    assert len(shown["in_force"]["digest"]) == 16
+    # The view leaves the stored record alone: a replay still applies the logged list.
+    report = replay(store, changed, result.ledger_record_id, tenant=settings.tenant)
+    assert report.matches, report.first_difference

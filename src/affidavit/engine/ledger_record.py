@@ -17,7 +17,7 @@ from affidavit.index.serving import boundary_shown_to
 from affidavit.ledger.contents import evidence_chunk_ids, referenced_chunk_ids
 from affidavit.observability.traces import traced
 from affidavit.policy.derived import model_labels, shown_to
-from affidavit.records import AuthzContext, canonical_json
+from affidavit.records import AuthzContext, canonical_json, stable_hash
 from affidavit.references.citations import NO_CITATIONS, CitationDrafts
 from affidavit.store.protocol import ChunkRecord, LedgerEntry, Store
 
@@ -106,6 +106,8 @@ def redact_for(entry: LedgerEntry, authz: AuthzContext, store: Store) -> dict[st
     # The compliance score names SIRE subjects too (drawn from titles).
     if "compliance" in record and any(r.chunk.version_id not in versions for r in readable):
         record["compliance"] = WITHHELD
+    if isinstance(record.get("sire_excludes"), dict):
+        record["sire_excludes"] = _excludes_shown(record["sire_excludes"])
     if record.get("principal") != authz.principal:
         record.pop("authz", None)
         # The documents a reference traversal reached were the asker's to read, not
@@ -113,6 +115,17 @@ def redact_for(entry: LedgerEntry, authz: AuthzContext, store: Store) -> dict[st
         record.pop("references", None)
     return {"seq": entry.seq, "record_hash": entry.record_hash, "prev_hash": entry.prev_hash,
             "record": record}
+
+
+def _excludes_shown(logged: dict[str, Any]) -> dict[str, Any]:
+    """The default exclusions a record ran under, as a view shows them: how many and a
+    digest of the list, never the terms. They are configuration, not text of a source the
+    reader may read: an operator may exclude a codename no reader is cleared for. The record
+    keeps the list, and a replay applies it."""
+    terms = [str(t) for t in logged.get("in_force", [])]
+    return {"in_force": {"count": len(terms),
+                         "digest": stable_hash("sire-excludes", canonical_json(terms))[:16]},
+            "not_applied": len(logged.get("not_applied", []))}
 
 
 def _citations_for(citations: list[dict[str, Any]],

@@ -42,6 +42,7 @@ from affidavit.identity.terms import (
     fold,
     identity_tokens,
     occurrences,
+    split_by_identity,
     term_tokens,
 )
 from affidavit.records import SireTuple, ordered_unique, stable_hash
@@ -244,12 +245,8 @@ def self_identity_tokens(inputs: SireInputs, subject: str) -> frozenset[str]:
 
 def _excluded(settings: SireSettings, identity: frozenset[str]) -> tuple[str, ...]:
     """Step 6: default excludes (config order) that do not collapse into the identity."""
-    kept = [
-        term
-        for term in ordered_unique([display_term(e) for e in settings.default_excludes])
-        if not term_tokens(term) <= identity
-    ]
-    return tuple(kept[: settings.max_excluded])
+    kept, _ = split_by_identity(settings.default_excludes, identity)
+    return kept[: settings.max_excluded]
 
 
 def propose_sire(inputs: SireInputs, text: str, settings: SireSettings) -> SireTuple:

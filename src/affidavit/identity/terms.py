@@ -157,3 +157,17 @@ def exclusion_hits(text: str, excluded: Iterable[str]) -> tuple[str, ...]:
 @functools.lru_cache(maxsize=65536)
 def _term_tokens_cached(term: str) -> frozenset[str]:
     return term_tokens(term)
+
+
+def split_by_identity(terms: Iterable[str], identity: frozenset[str]
+                      ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``terms`` in stored form (first occurrence order, empties dropped), split into those
+    outside ``identity`` and those whose tokens all fall inside it: an exclusion may not
+    name the source it would exclude (spec 003 §7, identity rule 5). Algorithm 1 step 6
+    proposes the first; the SIRE gate applies the configured list the same way."""
+    outside: list[str] = []
+    own: list[str] = []
+    for term in dict.fromkeys(display_term(t) for t in terms):
+        if term:
+            (own if term_tokens(term) <= identity else outside).append(term)
+    return tuple(outside), tuple(own)

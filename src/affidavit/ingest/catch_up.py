@@ -81,11 +81,7 @@ def catch_up(store: Store, settings: Settings, *, tenant: str | None = None,
         with holding_ingest_lock(store, tenant):
             requalifier = Requalifier(store, settings, tenant=tenant)
             for checked, head in enumerate(batch, 1):
-                result = requalifier.assess(head, label_stale=True)
-                if result.status == RESTAMP and result.bundle is not None:
-                    b = result.bundle
-                    store.restamp_version(tenant, head.version_id, label_epoch=b.label_epoch,
-                                          witness=b.witness, fingerprint=b.fingerprint)
+                if requalifier.restamp_if_unaffected(head).status == RESTAMP:
                     report.restamped.append(head.alias)
                 else:
                     report.affected.append(head.version_id)

@@ -258,6 +258,16 @@ class Derivation:
         return Requalification(head, AFFECTED if affected else RESTAMP, epochs or ["policy"],
                                changes, bundle, len(document.content))
 
+    def restamp_if_unaffected(self, head: HeadInfo) -> Requalification:
+        """Assess a label-stale ``head`` and, when nothing served changes (RESTAMP), mark it
+        current in place: its version, ids, vectors and approval stay."""
+        result = self.assess(head, label_stale=True)
+        if result.status == RESTAMP and result.bundle is not None:  # RESTAMP carries one
+            b = result.bundle
+            self.store.restamp_version(self.tenant, head.version_id, label_epoch=b.label_epoch,
+                                       witness=b.witness, fingerprint=b.fingerprint)
+        return result
+
     def assess_all(self, *, force: bool = False) -> Iterator[Requalification]:
         changed = self.epochs.changed_since(recorded_epochs(self.store, self.tenant))
         stale = {h.node_id for h in self.store.label_stale_heads(self.tenant,
@@ -410,11 +420,7 @@ def requalify_label_stale(ingestor: Ingestor, run_id: str, at: str) -> list[Docu
     stale = store.label_stale_heads(tenant, ingestor.label_epoch)
     sires = records_by_version(store, tenant) if stale else {}
     for head in stale:
-        result = requalifier.assess(head, label_stale=True)
-        if result.status == RESTAMP and result.bundle is not None:
-            b = result.bundle
-            store.restamp_version(tenant, head.version_id, label_epoch=b.label_epoch,
-                                  witness=b.witness, fingerprint=b.fingerprint)
+        if requalifier.restamp_if_unaffected(head).status == RESTAMP:
             continue
         outcome = relabel_one(ingestor, head, run_id, at)
         outcomes.append(outcome)
@@ -433,14 +439,4 @@ def restamp_unaffected(ingestor: Ingestor, heads: Sequence[HeadInfo]) -> list[He
     leaves unchanged; the heads still to derive again, in order."""
     requalifier = Derivation(ingestor.store, ingestor.settings, ingestor_type=type(ingestor),
                              tenant=ingestor.tenant)
-    left = []
-    for head in heads:
-        result = requalifier.assess(head, label_stale=True)
-        if result.status == RESTAMP and result.bundle is not None:
-            b = result.bundle
-            ingestor.store.restamp_version(ingestor.tenant, head.version_id,
-                                           label_epoch=b.label_epoch, witness=b.witness,
-                                           fingerprint=b.fingerprint)
-        else:
-            left.append(head)
-    return left
+    return [h for h in heads if requalifier.restamp_if_unaffected(h).status != RESTAMP]

@@ -74,16 +74,10 @@ def _split_defaults(record: SireRecord, default_excludes: Sequence[str]
     and those that collapse into its own identity (its subject and title), not applied."""
     if not default_excludes:
         return (), ()
-    from affidavit.identity.terms import display_term, identity_tokens, term_tokens
+    from affidavit.identity.terms import identity_tokens, split_by_identity
 
-    identity = identity_tokens([record.sire.subject, record.title])
-    applied: list[str] = []
-    own: list[str] = []
-    for term in dict.fromkeys(display_term(t) for t in default_excludes):
-        if not term:
-            continue
-        (own if term_tokens(term) <= identity else applied).append(term)
-    return tuple(applied), tuple(own)
+    return split_by_identity(default_excludes,
+                             identity_tokens([record.sire.subject, record.title]))
 
 
 def default_excludes_record(active: Mapping[str, SireRecord],
